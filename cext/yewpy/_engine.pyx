@@ -1,0 +1,533 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The depth-first search engine: bounded slices, splitting, and restarting from a task.
+
+The engine walks an explicit stack of frames held by a :class:`Core`.  It can stop after a
+slice of nodes or at a deadline and resume later, hand out unexplored children from its
+shallowest open frames as serialisable tasks (``split``), and start from such a task
+(``start``).  Coordinations (sequential, depth-bounded, budget, and the MPI runtime) are
+written in Python around these three operations; the per-node loop stays here, in C.
+"""
+
+from cpython.exc cimport PyErr_Occurred
+from cpython.ref cimport PyObject, Py_XDECREF
+from libc.stdlib cimport free, realloc
+from libc.string cimport memset
+from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
+
+# The search kinds, as Core.kind holds them.
+ENUMERATION = KIND_ENUMERATION
+DECISION = KIND_DECISION
+OPTIMISATION = KIND_OPTIMISATION
+
+# What Engine.run returns.
+DONE = 0          # the current task (and everything it did not spawn) is explored
+PAUSED = 1        # the slice of nodes is used up; call run again to continue
+BUDGET = 2        # the backtrack budget is used up; split off work, then run again
+FOUND = 3         # decision: a witness was found; the search is over
+NODE_LIMIT = 4    # the node limit is reached; the search is over
+TIME_LIMIT = 5    # the deadline has passed; the search is over
+
+cdef enum Outcome:
+    CONTINUE = 0
+    PRUNE = 1
+    BREAK = 2
+    EXIT = 3
+
+cdef extern from "Python.h":
+    PyObject* PyIter_Next(object)  # a new reference, or NULL when exhausted or on error
+
+
+cdef inline double _now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + 1e-9 * ts.tv_nsec
+
+
+def monotonic() -> float:
+    """The engine's clock (seconds, CLOCK_MONOTONIC): deadlines are given on it."""
+    return _now()
+
+
+cdef class Core:
+    def __cinit__(self, *args, **kwargs):
+        self.kind = KIND_ENUMERATION
+        self.has_bound = False
+        self.sign = 1.0
+
+    cdef int reserve(self, int frames) except -1:
+        raise NotImplementedError("Core.reserve")
+
+    cdef int set_root(self) except -1:
+        raise NotImplementedError("Core.set_root")
+
+    cdef int load(self, object node) except -1:
+        raise NotImplementedError("Core.load")
+
+    cdef object dump(self, int frame):
+        raise NotImplementedError("Core.dump")
+
+    cdef int open(self, int frame) except -1:
+        raise NotImplementedError("Core.open")
+
+    cdef int next(self, int frame, int dest) except -1:
+        raise NotImplementedError("Core.next")
+
+    cdef double objective(self, int frame) except? -1:
+        raise NotImplementedError("Core.objective")
+
+    cdef double bound(self, int frame) except? -1:
+        raise NotImplementedError("Core.bound")
+
+    cdef int accumulate(self, int frame) except -1:
+        return 0
+
+    cdef object take_value(self):
+        return None
+
+    cdef object solution(self, int frame):
+        return self.dump(frame)
+
+    def search(self, coordination="seq", **params):
+        """Run this search; see :func:`yewpy.search`."""
+        from yewpy.search import search
+        return search(self, coordination, **params)
+
+
+cdef class EnumerationCore(Core):
+    """Compiled enumeration: override the frame methods, ``accumulate`` and ``take_value``."""
+    zero = 0
+
+    def __cinit__(self, *args, **kwargs):
+        self.kind = KIND_ENUMERATION
+
+    def combine(self, a, b):
+        return a + b
+
+
+cdef class DecisionCore(Core):
+    """Compiled decision search: override the frame methods, ``objective`` and maybe ``bound``."""
+
+    def __cinit__(self, *args, **kwargs):
+        self.kind = KIND_DECISION
+
+
+cdef class OptimisationCore(Core):
+    """Compiled branch and bound: set ``sign = -1`` in ``__init__`` to minimise."""
+
+    def __cinit__(self, *args, **kwargs):
+        self.kind = KIND_OPTIMISATION
+
+
+cdef class PyCore(Core):
+    """Adapter that runs a plain-Python search (``root``/``children``/...) on the engine.
+
+    Frames are a list of nodes and a list of the iterators over their children.
+    """
+    cdef object problem
+    cdef list nodes
+    cdef list gens
+    cdef object children_fn, objective_fn, bound_fn, value_fn, combine_fn
+    cdef object acc
+    cdef long long count
+    cdef bint counting
+
+    def __init__(self, problem, int kind, bint has_bound, double sign, bint counting):
+        self.problem = problem
+        self.kind = kind
+        self.has_bound = has_bound
+        self.sign = sign
+        self.counting = counting
+        self.nodes = []
+        self.gens = []
+        self.children_fn = problem.children
+        if kind == KIND_ENUMERATION:
+            self.value_fn = problem.value
+            self.combine_fn = problem.combine
+            self.acc = problem.zero
+        else:
+            self.objective_fn = problem.objective
+            self.bound_fn = problem.bound if has_bound else None
+
+    cdef int reserve(self, int frames) except -1:
+        while len(self.nodes) < frames:
+            self.nodes.append(None)
+            self.gens.append(None)
+        return 0
+
+    cdef int set_root(self) except -1:
+        self.nodes[0] = self.problem.root()
+        return 0
+
+    cdef int load(self, object node) except -1:
+        self.nodes[0] = node
+        return 0
+
+    cdef object dump(self, int frame):
+        return self.nodes[frame]
+
+    cdef int open(self, int frame) except -1:
+        self.gens[frame] = iter(self.children_fn(self.nodes[frame]))
+        return 0
+
+    cdef int next(self, int frame, int dest) except -1:
+        gen = self.gens[frame]
+        if gen is None:
+            return 0
+        cdef PyObject* child = PyIter_Next(gen)
+        if child is NULL:
+            if PyErr_Occurred() is not NULL:
+                return -1
+            self.gens[frame] = None
+            return 0
+        self.nodes[dest] = <object>child
+        Py_XDECREF(child)
+        return 1
+
+    cdef double objective(self, int frame) except? -1:
+        return self.objective_fn(self.nodes[frame])
+
+    cdef double bound(self, int frame) except? -1:
+        return self.bound_fn(self.nodes[frame])
+
+    cdef int accumulate(self, int frame) except -1:
+        if self.counting:
+            self.count += 1
+        else:
+            self.acc = self.combine_fn(self.acc, self.value_fn(self.nodes[frame]))
+        return 0
+
+    cdef object take_value(self):
+        if self.counting:
+            value = self.count
+            self.count = 0
+            return value
+        value = self.acc
+        self.acc = self.problem.zero
+        return value
+
+
+cdef class Engine:
+    """Depth-first search over a Core, in resumable slices; one per worker, reused across tasks.
+
+    The incumbent, the witness and the metrics live here and persist from task to task.
+    """
+    cdef readonly Core core
+    cdef int kind
+    cdef int top
+    cdef readonly int base_depth
+    cdef int capacity
+    cdef char* closed
+    cdef readonly int max_depth
+    cdef readonly int spawn_depth
+    cdef readonly bint prune_level
+    cdef readonly long long backtrack_budget
+    cdef long long since_budget
+    cdef double inc
+    cdef readonly bint has_incumbent
+    cdef double witness_score
+    cdef readonly bint has_witness
+    cdef double target
+    cdef readonly object witness
+    cdef readonly bint found
+    cdef public list spawned
+    cdef readonly long long nodes
+    cdef long long node_limit
+    cdef public double deadline
+    cdef readonly long long incumbent_version
+    cdef long long* m_nodes
+    cdef long long* m_backtracks
+    cdef long long* m_prunes
+    cdef long long* m_spawns
+    cdef int m_cap
+
+    def __init__(self, Core core, max_depth=None, int spawn_depth=-1, bint prune_level=False,
+                 long long backtrack_budget=0, target=None, initial_bound=None,
+                 node_limit=None, deadline=None):
+        self.core = core
+        self.kind = core.kind
+        self.top = -1
+        self.max_depth = 2147483647 if max_depth is None else max_depth
+        if self.max_depth < 1:
+            raise ValueError("max_depth must be at least 1 (the root has depth 0)")
+        self.spawn_depth = spawn_depth
+        self.prune_level = prune_level
+        self.backtrack_budget = backtrack_budget
+        self.spawned = []
+        self.node_limit = -1 if node_limit is None else node_limit
+        self.deadline = 0.0 if deadline is None else deadline
+        if self.kind == KIND_DECISION:
+            if target is None:
+                raise ValueError("a decision search needs a target")
+            self.target = core.sign * float(target)
+        if initial_bound is not None:
+            self.inc = core.sign * float(initial_bound)
+            self.has_incumbent = True
+        self._reserve(2)
+        self._grow_metrics(8)
+
+    def __dealloc__(self):
+        free(self.closed)
+        free(self.m_nodes)
+        free(self.m_backtracks)
+        free(self.m_prunes)
+        free(self.m_spawns)
+
+    cdef int _reserve(self, int frames) except -1:
+        if frames <= self.capacity:
+            return 0
+        cdef int cap = max(frames, 2 * self.capacity, 16)
+        self.core.reserve(cap)
+        cdef char* closed = <char*>realloc(self.closed, cap)
+        if closed is NULL:
+            raise MemoryError()
+        memset(closed + self.capacity, 1, cap - self.capacity)
+        self.closed = closed
+        self.capacity = cap
+        return 0
+
+    cdef long long* _grow(self, long long* arr, int cap) except NULL:
+        cdef long long* out = <long long*>realloc(arr, cap * sizeof(long long))
+        if out is NULL:
+            raise MemoryError()
+        memset(out + self.m_cap, 0, (cap - self.m_cap) * sizeof(long long))
+        return out
+
+    cdef int _grow_metrics(self, int depth) except -1:
+        if depth < self.m_cap:
+            return 0
+        cdef int cap = max(depth + 1, 2 * self.m_cap)
+        self.m_nodes = self._grow(self.m_nodes, cap)
+        self.m_backtracks = self._grow(self.m_backtracks, cap)
+        self.m_prunes = self._grow(self.m_prunes, cap)
+        self.m_spawns = self._grow(self.m_spawns, cap)
+        self.m_cap = cap
+        return 0
+
+    # -- starting work ---------------------------------------------------------------------
+
+    def start_root(self):
+        """Make the root the current task; the root is accounted here (enumeration only)."""
+        self.core.set_root()
+        self.nodes += 1
+        self.m_nodes[0] += 1
+        if self.kind == KIND_ENUMERATION:
+            self.core.accumulate(0)
+        self._begin(0)
+
+    def start(self, task):
+        """Make ``task`` = ``(depth, node)`` (from ``split`` or ``spawned``) the current task."""
+        depth, node = task
+        self.core.load(node)
+        self._begin(depth)
+
+    cdef int _begin(self, int depth) except -1:
+        self.base_depth = depth
+        self._grow_metrics(depth + 1)
+        if depth + 1 < self.max_depth and not self.found:
+            self.core.open(0)
+            self.closed[0] = 0
+            self.top = 0
+        else:
+            self.top = -1
+        return 0
+
+    # -- the per-node loop -----------------------------------------------------------------
+
+    cdef int _visit(self, int c, int a) except -1:
+        """Account one newly generated node at frame c, depth a (the single accounting rule)."""
+        cdef Core core = self.core
+        cdef double obj, b
+        self.nodes += 1
+        self._grow_metrics(a)
+        self.m_nodes[a] += 1
+        if self.kind == KIND_ENUMERATION:
+            core.accumulate(c)
+            return CONTINUE
+        if self.kind == KIND_DECISION:
+            obj = core.sign * core.objective(c)
+            if obj >= self.target:
+                self.found = True
+                self.witness = core.solution(c)
+                self.witness_score = obj
+                self.has_witness = True
+                return EXIT
+            if core.has_bound:
+                b = core.sign * core.bound(c)
+                if b < self.target:
+                    self.m_prunes[a] += 1
+                    return BREAK if self.prune_level else PRUNE
+            return CONTINUE
+        if core.has_bound and self.has_incumbent:
+            b = core.sign * core.bound(c)
+            if b <= self.inc:
+                self.m_prunes[a] += 1
+                return BREAK if self.prune_level else PRUNE
+        obj = core.sign * core.objective(c)
+        if not self.has_incumbent or obj > self.inc:
+            self.inc = obj
+            self.has_incumbent = True
+            self.witness = core.solution(c)
+            self.witness_score = obj
+            self.has_witness = True
+            self.incumbent_version += 1
+        return CONTINUE
+
+    cdef inline bint _backtrack(self, int depth):
+        """Count a backtrack; true when the backtrack budget is used up."""
+        self.m_backtracks[depth] += 1
+        if self.backtrack_budget > 0:
+            self.since_budget += 1
+            if self.since_budget >= self.backtrack_budget:
+                self.since_budget = 0
+                return True
+        return False
+
+    def run(self, long long slice_nodes=-1):
+        """Search the current task for at most ``slice_nodes`` nodes (-1: no slice).
+
+        Returns DONE, PAUSED, BUDGET, FOUND, NODE_LIMIT or TIME_LIMIT.
+        """
+        cdef Core core = self.core
+        cdef int top, c, a, r, outcome
+        cdef long long left = slice_nodes
+        cdef bint budget_hit
+        cdef unsigned int tick = 0
+        while self.top >= 0:
+            top = self.top
+            if self.closed[top]:
+                r = 0
+            else:
+                if top + 2 > self.capacity:
+                    self._reserve(top + 2)
+                r = core.next(top, top + 1)
+            if r == 0:
+                self.closed[top] = 1
+                self.top = top - 1
+                if self._backtrack(self.base_depth + top):
+                    return BUDGET
+                continue
+            c = top + 1
+            a = self.base_depth + c
+            outcome = self._visit(c, a)
+            budget_hit = False
+            if outcome == CONTINUE:
+                if a + 1 < self.max_depth:
+                    if a <= self.spawn_depth:
+                        self.spawned.append((a, core.dump(c)))
+                        self.m_spawns[a] += 1
+                    else:
+                        core.open(c)
+                        self.closed[c] = 0
+                        self.top = c
+                else:
+                    budget_hit = self._backtrack(a)
+            elif outcome == BREAK:
+                self.closed[top] = 1
+            elif outcome == EXIT:
+                self.top = -1
+                return FOUND
+            if self.node_limit >= 0 and self.nodes >= self.node_limit:
+                return NODE_LIMIT
+            tick += 1
+            if self.deadline > 0 and (tick & 1023) == 0 and _now() >= self.deadline:
+                return TIME_LIMIT
+            if budget_hit:
+                return BUDGET
+            if left > 0:
+                left -= 1
+                if left == 0:
+                    return PAUSED
+        return DONE
+
+    # -- giving work away ------------------------------------------------------------------
+
+    def split(self, bint whole_level=True, bint all_levels=False):
+        """Take unexplored children off the shallowest open frame(s) as tasks.
+
+        One child (``whole_level=False``), every remaining child of the shallowest open frame
+        (``whole_level=True``), or of every open frame (``all_levels=True``).  The children are
+        accounted here, as the victim's generator yields them; the thief accounts only their
+        descendants.  Returns a list of ``(depth, node)`` tasks, shallowest first.
+        """
+        cdef list tasks = []
+        cdef int f, scratch, a, r, outcome
+        if self.top < 0:
+            return tasks
+        scratch = self.top + 1
+        self._reserve(scratch + 1)
+        for f in range(self.top + 1):
+            if self.closed[f]:
+                continue
+            a = self.base_depth + f + 1
+            while True:
+                r = self.core.next(f, scratch)
+                if r == 0:
+                    self.closed[f] = 1
+                    break
+                outcome = self._visit(scratch, a)
+                if outcome == EXIT:
+                    self.top = -1
+                    return tasks
+                if outcome == BREAK:
+                    self.closed[f] = 1
+                    break
+                if outcome == PRUNE:
+                    continue
+                if a + 1 < self.max_depth:
+                    tasks.append((a, self.core.dump(scratch)))
+                    self.m_spawns[a] += 1
+                    if not whole_level:
+                        return tasks
+                else:
+                    self._backtrack(a)
+            if tasks and not all_levels:
+                return tasks
+        return tasks
+
+    # -- knowledge and results -------------------------------------------------------------
+
+    @property
+    def active(self):
+        """True while the current task still has unexplored nodes."""
+        return self.top >= 0
+
+    @property
+    def incumbent(self):
+        """The best objective known here (own or offered), or None."""
+        return self.inc * self.core.sign if self.has_incumbent else None
+
+    @property
+    def witness_objective(self):
+        """The objective of ``witness`` (the best node this engine found itself), or None."""
+        return self.witness_score * self.core.sign if self.has_witness else None
+
+    def offer(self, double value):
+        """Adopt an objective found elsewhere if it is better; true when adopted."""
+        cdef double s = value * self.core.sign
+        if not self.has_incumbent or s > self.inc:
+            self.inc = s
+            self.has_incumbent = True
+            return True
+        return False
+
+    def stop(self):
+        """Abandon the current task (another worker found the witness)."""
+        self.top = -1
+
+    def take_value(self):
+        """Enumeration: the value accumulated since the last call."""
+        return self.core.take_value()
+
+    def metrics(self):
+        """Per-depth counts: nodes, backtracks, prunes (breaks included) and spawned tasks."""
+        cdef int deepest = 0
+        cdef int d
+        for d in range(self.m_cap):
+            if self.m_nodes[d] or self.m_backtracks[d] or self.m_prunes[d] or self.m_spawns[d]:
+                deepest = d + 1
+        return {
+            "nodes": [self.m_nodes[d] for d in range(deepest)],
+            "backtracks": [self.m_backtracks[d] for d in range(deepest)],
+            "prunes": [self.m_prunes[d] for d in range(deepest)],
+            "spawns": [self.m_spawns[d] for d in range(deepest)],
+        }

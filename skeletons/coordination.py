@@ -1,0 +1,153 @@
+"""Coordinations: how the tree is cut into tasks, chosen at run time, orthogonal to the kind.
+
+A coordination only sets how the engine hands out work (spawn depth, backtrack budget) and
+which pool holds the tasks; ``drive`` runs every task of one worker through that pool.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from yewpy._engine import BUDGET, DONE, FOUND, NODE_LIMIT, PAUSED, TIME_LIMIT, Engine
+
+from .pool import POOLS
+
+_STOPS = {FOUND: "found", NODE_LIMIT: "node_limit", TIME_LIMIT: "time_limit"}
+
+
+@dataclass(frozen=True)
+class Coordination:
+    """Base: subclasses say which engine options and pool they use."""
+
+    name = "coordination"
+
+    def engine_options(self) -> dict:
+        """Keyword arguments for :class:`yewpy._engine.Engine`."""
+        return {}
+
+    def make_pool(self) -> Any:
+        return POOLS["depthpool"]()
+
+    def after_budget(self, engine: Engine) -> list:
+        """Work to hand to the pool when the backtrack budget runs out."""
+        return []
+
+    def drive(self, engine: Engine, tasks: list | None = None, poll: Any = None,
+              slice_nodes: int = -1) -> str:
+        """Search from the root (``tasks=None``) or from ``tasks`` until all is explored.
+
+        ``poll(engine, pool)``, called between slices of ``slice_nodes`` nodes, lets a runtime
+        serve steal requests and exchange incumbents; it returns False to stop.
+        Returns ``done``, ``found``, ``node_limit``, ``time_limit`` or ``stopped``.
+        """
+        pool = self.make_pool()
+        if tasks is None:
+            engine.start_root()
+        else:
+            pool.extend(tasks)
+            if not pool:
+                return "done"
+            engine.start(pool.pop_local())
+        while True:
+            status = engine.run(slice_nodes)
+            if engine.spawned:
+                pool.extend(engine.spawned)
+                engine.spawned.clear()
+            if status == BUDGET:
+                pool.extend(self.after_budget(engine))
+            elif status != PAUSED and status != DONE:
+                return _STOPS[status]
+            if engine.found:
+                return "found"
+            if poll is not None and not poll(engine, pool):
+                return "stopped"
+            if status == DONE and not engine.active:
+                if not pool:
+                    return "done"
+                engine.start(pool.pop_local())
+
+
+@dataclass(frozen=True)
+class Sequential(Coordination):
+    """Depth-first search of the whole tree on one explicit stack: the reference."""
+
+    name = "seq"
+
+
+@dataclass(frozen=True)
+class DepthBounded(Coordination):
+    """Every surviving child of a node shallower than ``spawn_depth`` becomes its own task."""
+
+    spawn_depth: int = 0
+    pool: str = "depthpool"
+    name = "depthbounded"
+
+    def __post_init__(self) -> None:
+        if self.spawn_depth < 0:
+            raise ValueError("spawn_depth must be >= 0")
+        if self.pool not in POOLS:
+            raise ValueError(f"pool must be one of {sorted(POOLS)}, got {self.pool!r}")
+        if self.spawn_depth == 0:
+            warnings.warn("DepthBounded(spawn_depth=0) makes one task: no parallelism", stacklevel=3)
+
+    def engine_options(self) -> dict:
+        return {"spawn_depth": self.spawn_depth}
+
+    def make_pool(self) -> Any:
+        return POOLS[self.pool]()
+
+
+@dataclass(frozen=True)
+class Budget(Coordination):
+    """Search each task until ``backtracks`` backtracks, then give away unexplored work.
+
+    Shallowest-only (default) offloads the remaining children of the shallowest open level;
+    ``spawn_all`` offloads every open level (the original thesis rule).
+    """
+
+    backtracks: int = 100_000
+    spawn_all: bool = False
+    pool: str = "depthpool"
+    name = "budget"
+
+    def __post_init__(self) -> None:
+        if self.backtracks < 1:
+            raise ValueError("backtracks must be >= 1")
+        if self.pool not in POOLS:
+            raise ValueError(f"pool must be one of {sorted(POOLS)}, got {self.pool!r}")
+
+    def engine_options(self) -> dict:
+        return {"backtrack_budget": self.backtracks}
+
+    def make_pool(self) -> Any:
+        return POOLS[self.pool]()
+
+    def after_budget(self, engine: Engine) -> list:
+        return engine.split(True, self.spawn_all)
+
+
+_BY_NAME = {"seq": Sequential, "sequential": Sequential, "depthbounded": DepthBounded, "budget": Budget}
+_LATER = ("stacksteal", "ordered")
+
+
+def coordination(spec: Any = "seq", **params: Any) -> Coordination:
+    """A coordination from a name (``"seq"``, ``"depthbounded"``, ``"budget"``) or an object.
+
+    ``params`` (``spawn_depth``, ``backtracks``, ``spawn_all``, ``pool``) apply to a name.
+    """
+    if isinstance(spec, Coordination):
+        if params:
+            raise TypeError(f"unexpected parameters for {spec!r}: {sorted(params)}")
+        return spec
+    if spec in _LATER:
+        raise NotImplementedError(f"coordination {spec!r} is not available yet")
+    if spec not in _BY_NAME:
+        raise ValueError(f"unknown coordination {spec!r}; choose one of {sorted(set(_BY_NAME) - {'sequential'})}")
+    cls = _BY_NAME[spec]
+    known = set(cls.__dataclass_fields__)
+    unknown = set(params) - known
+    if unknown:
+        raise TypeError(f"{cls.__name__} does not take {sorted(unknown)}")
+    return cls(**params)

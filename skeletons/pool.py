@@ -1,0 +1,72 @@
+"""Work pools that hold tasks, ``(depth, node)`` pairs, between engine runs."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Iterable
+
+Task = tuple  # (depth, node)
+
+
+class DepthPool:
+    """One FIFO queue per depth: the owner takes from the deepest, a thief from the shallowest.
+
+    Deepest-first keeps the pool small and close to depth-first order; shallowest-first hands
+    a thief the biggest subtrees.  FIFO within a depth keeps the heuristic order.
+    """
+
+    def __init__(self) -> None:
+        self._levels: dict[int, deque] = {}
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def push(self, task: Task) -> None:
+        self._levels.setdefault(task[0], deque()).append(task)
+        self._size += 1
+
+    def extend(self, tasks: Iterable[Task]) -> None:
+        for task in tasks:
+            self.push(task)
+
+    def _take(self, depth: int) -> Task:
+        level = self._levels[depth]
+        task = level.popleft()
+        if not level:
+            del self._levels[depth]
+        self._size -= 1
+        return task
+
+    def pop_local(self) -> Task:
+        """The oldest task at the deepest depth."""
+        return self._take(max(self._levels))
+
+    def pop_steal(self) -> Task:
+        """The oldest task at the shallowest depth."""
+        return self._take(min(self._levels))
+
+
+class DequePool:
+    """A work-stealing deque: the owner takes the newest task, a thief the oldest."""
+
+    def __init__(self) -> None:
+        self._tasks: deque = deque()
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def push(self, task: Task) -> None:
+        self._tasks.append(task)
+
+    def extend(self, tasks: Iterable[Task]) -> None:
+        self._tasks.extend(tasks)
+
+    def pop_local(self) -> Task:
+        return self._tasks.pop()
+
+    def pop_steal(self) -> Any:
+        return self._tasks.popleft()
+
+
+POOLS = {"depthpool": DepthPool, "deque": DequePool}

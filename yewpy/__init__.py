@@ -1,0 +1,20 @@
+"""yewpy: parallel exact combinatorial search.
+
+Subclass a search kind (:class:`Enumeration`, :class:`Decision`, :class:`Optimisation`, or their
+compiled counterparts ``EnumerationCore``, ``DecisionCore``, ``OptimisationCore``), then call
+``search()`` with a coordination (:class:`Sequential`, :class:`DepthBounded`, :class:`Budget`).
+"""
+
+from yewpy._engine import DecisionCore, EnumerationCore, OptimisationCore
+from yewpy.errors import InputError
+from yewpy.kinds import Decision, Enumeration, Optimisation
+from yewpy.result import Result
+from yewpy.search import search
+from yewpy.skeletons import Budget, DepthBounded, Sequential
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Budget", "Decision", "DecisionCore", "DepthBounded", "Enumeration", "EnumerationCore",
+    "InputError", "Optimisation", "OptimisationCore", "Result", "Sequential", "search",
+]

@@ -1,0 +1,93 @@
+"""The ``yewpy`` command: ``yewpy APP [INPUT] [--skeleton S] [-d D] [-b B] ... [--json]``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from typing import Any
+
+from yewpy.apps import APPS
+from yewpy.errors import InputError
+from yewpy.result import Result
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("search")
+    g.add_argument("--skeleton", default="seq", choices=["seq", "depthbounded", "budget", "stacksteal", "ordered"],
+                   help="coordination (default: seq)")
+    g.add_argument("-d", "--spawn-depth", type=int, default=None, help="depthbounded: spawn depth")
+    g.add_argument("-b", "--backtrack-budget", type=int, default=None, help="budget: backtracks per task")
+    g.add_argument("--spawn-all", action="store_true", help="budget: offload every open level")
+    g.add_argument("--pool", "--poolType", dest="pool", choices=["depthpool", "deque"], default=None)
+    g.add_argument("--chunked", action="store_true", help="stacksteal: steal a whole level")
+    g.add_argument("--decision", type=int, default=None, metavar="K", help="decision search for target K")
+    g.add_argument("--time-limit", type=float, default=None, metavar="S", help="stop after S seconds")
+    g.add_argument("--node-limit", type=int, default=None, metavar="N", help="stop after N nodes")
+    g.add_argument("--no-prune-level", action="store_true", help="do not skip siblings after a failed bound")
+    g.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="yewpy", description="Parallel exact combinatorial search.")
+    sub = parser.add_subparsers(dest="app", required=True, metavar="APP")
+    for name in APPS:
+        module = importlib.import_module(f"yewpy.apps.{name}")
+        app_parser = sub.add_parser(name, help=(module.__doc__ or "").splitlines()[0])
+        module.configure(app_parser)
+        _common(app_parser)
+    return parser
+
+
+def search_params(args: argparse.Namespace) -> dict:
+    """The ``search()`` keyword arguments the flags ask for."""
+    params: dict[str, Any] = {"coordination": args.skeleton}
+    if args.skeleton == "depthbounded":
+        params["spawn_depth"] = args.spawn_depth or 0
+    elif args.spawn_depth is not None:
+        raise SystemExit(f"yewpy: error: -d/--spawn-depth applies to depthbounded, not {args.skeleton}")
+    if args.skeleton == "budget":
+        params["backtracks"] = args.backtrack_budget or 100_000
+        params["spawn_all"] = args.spawn_all
+    elif args.backtrack_budget is not None or args.spawn_all:
+        raise SystemExit(f"yewpy: error: -b/--spawn-all apply to budget, not {args.skeleton}")
+    if args.pool is not None:
+        params["pool"] = args.pool
+    if args.time_limit is not None:
+        params["time_limit"] = args.time_limit
+    if args.node_limit is not None:
+        params["node_limit"] = args.node_limit
+    if args.no_prune_level:
+        params["prune_level"] = False
+    return params
+
+
+def report(app: str, args: argparse.Namespace, result: Result, lines: list[str]) -> str:
+    if args.json:
+        return json.dumps({"app": app, "skeleton": args.skeleton, "ranks": result.metrics.get("ranks", 1),
+                           **result.to_dict()}, default=str)
+    return "\n".join([*lines, f"nodes = {result.nodes}", f"status = {result.status}",
+                      f"wall seconds = {result.seconds:.3f} (search only)",
+                      f"ranks = {result.metrics.get('ranks', 1)}"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.decision is not None and args.app != "maxclique":
+        raise SystemExit(f"yewpy: error: --decision applies to maxclique, not {args.app}")
+    module = importlib.import_module(f"yewpy.apps.{args.app}")
+    try:
+        result, lines = module.solve(args, **search_params(args))
+    except InputError as exc:
+        print(f"yewpy: error: {exc}", file=sys.stderr)
+        return 2
+    except NotImplementedError as exc:
+        print(f"yewpy: error: {exc}", file=sys.stderr)
+        return 2
+    from yewpy.ranks import world
+
+    comm = world()
+    if comm is None or comm.Get_rank() == 0:
+        print(report(args.app, args, result, lines), flush=True)
+    return 0

@@ -1,0 +1,107 @@
+"""The three search kinds a user subclasses in plain Python: Enumeration, Decision, Optimisation.
+
+A search is a root, a lazy child generator in heuristic order and, where needed, an objective
+and an optimistic bound.  ``search()`` runs it on the compiled engine through an adapter.
+
+>>> class Binary(Enumeration):
+...     def root(self):
+...         return ()
+...     def children(self, node):
+...         if len(node) < 3:
+...             yield node + (0,)
+...             yield node + (1,)
+>>> Binary().search().value      # 1 + 2 + 4 + 8 nodes
+15
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from yewpy._engine import DECISION, ENUMERATION, OPTIMISATION, PyCore
+from yewpy.result import Result
+
+
+class _Search:
+    """What every kind shares: a root, lazy children, and ``search``."""
+
+    #: The children come with non-increasing bounds (non-decreasing when minimising), so the
+    #: first child that fails its bound may end its siblings too (``prune_level``).
+    prune_level: bool = False
+
+    def root(self) -> Any:
+        """The root node (depth 0)."""
+        raise NotImplementedError(f"{type(self).__name__} must define root()")
+
+    def children(self, node: Any) -> Iterable[Any]:
+        """The children of ``node``, best first; consumed lazily, so a generator is ideal."""
+        raise NotImplementedError(f"{type(self).__name__} must define children(node)")
+
+    def search(self, coordination: Any = "seq", **params: Any) -> Result:
+        """Run this search; see :func:`yewpy.search` for the coordinations and parameters."""
+        from yewpy.search import search
+
+        return search(self, coordination, **params)
+
+    def _core(self) -> PyCore:
+        raise NotImplementedError
+
+
+class Enumeration(_Search):
+    """Visit every node and fold ``value(node)`` with ``combine``, starting from ``zero``.
+
+    The default counts nodes.  ``combine`` must be associative and commutative: partial
+    results merge in whatever order workers finish.
+    """
+
+    zero: Any = 0
+
+    def value(self, node: Any) -> Any:
+        """What ``node`` contributes (default 1: count nodes)."""
+        return 1
+
+    def combine(self, a: Any, b: Any) -> Any:
+        """Merge two partial results (default ``a + b``)."""
+        return a + b
+
+    def _core(self) -> PyCore:
+        cls = type(self)
+        counting = (cls.value is Enumeration.value and cls.combine is Enumeration.combine
+                    and self.zero == 0)
+        return PyCore(self, ENUMERATION, False, 1.0, counting)
+
+
+class Decision(_Search):
+    """Find a node whose ``objective`` is at least ``target`` (pass ``target=`` to search)."""
+
+    def objective(self, node: Any) -> float:
+        """The node's objective value."""
+        raise NotImplementedError(f"{type(self).__name__} must define objective(node)")
+
+    def bound(self, node: Any) -> float:
+        """Optional: an upper bound on the objective of every node below ``node``."""
+        raise NotImplementedError
+
+    def _core(self) -> PyCore:
+        has_bound = type(self).bound is not Decision.bound
+        return PyCore(self, DECISION, has_bound, 1.0, False)
+
+
+class Optimisation(_Search):
+    """Branch and bound: the node with the best ``objective`` (``sense = "max"`` or ``"min"``)."""
+
+    sense: str = "max"
+
+    def objective(self, node: Any) -> float:
+        """The node's objective value (the root is never a candidate)."""
+        raise NotImplementedError(f"{type(self).__name__} must define objective(node)")
+
+    def bound(self, node: Any) -> float:
+        """Optional: an optimistic value; nothing below ``node`` is better than it."""
+        raise NotImplementedError
+
+    def _core(self) -> PyCore:
+        if self.sense not in ("max", "min"):
+            raise ValueError(f"sense must be 'max' or 'min', got {self.sense!r}")
+        has_bound = type(self).bound is not Optimisation.bound
+        return PyCore(self, OPTIMISATION, has_bound, 1.0 if self.sense == "max" else -1.0, False)

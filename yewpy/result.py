@@ -1,0 +1,37 @@
+"""The outcome of a search: the answer, how it ended, and what it cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Result:
+    """What ``search()`` returns.
+
+    ``status`` is ``optimal`` (optimisation proved), ``exhausted`` (enumeration finished, or a
+    decision search found nothing), ``found`` (decision witness), ``time_limit`` or
+    ``node_limit`` (stopped early: the answer is the best known, not proved).
+    """
+
+    kind: str
+    status: str
+    nodes: int
+    seconds: float
+    value: Any = None
+    found: bool | None = None
+    objective: Any = None
+    solution: Any = None
+    metrics: dict = field(default_factory=dict)
+
+    @property
+    def answer(self) -> Any:
+        """The kind's headline answer: value, found or objective."""
+        return {"enumeration": self.value, "decision": self.found, "optimisation": self.objective}[self.kind]
+
+    def to_dict(self) -> dict:
+        """The JSON-ready fields (the answer under the kind's own key)."""
+        key = {"enumeration": "value", "decision": "found", "optimisation": "objective"}[self.kind]
+        return {"kind": self.kind, key: self.answer, "solution": self.solution, "nodes": self.nodes,
+                "seconds": self.seconds, "status": self.status, "metrics": self.metrics}
