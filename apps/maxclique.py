@@ -107,7 +107,7 @@ class MaxClique:
         if decision is not None:
             params["target"] = decision
         result = core.search(coordination, **params)
-        result.metrics["expansions"] = core.expansions
+        result.metrics["expansions"] = result.metrics["counters"]["expansions"]
         if result.solution is not None:
             result.solution = sorted((self.labels[self.order[v]] for v in result.solution),
                                      key=lambda x: (str(type(x)), x))

@@ -22,6 +22,11 @@ def core_of(problem: Any) -> Core:
                     "Decision or Optimisation, or one of their compiled counterparts)")
 
 
+def counters_of(core: Core) -> dict:
+    """A core's own counters (``core.counters()``, e.g. maxclique's expansions), if it keeps any."""
+    return dict(core.counters()) if hasattr(core, "counters") else {}
+
+
 def _integral(x: Any) -> Any:
     return int(x) if isinstance(x, float) and x.is_integer() else x
 
@@ -58,8 +63,9 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
         return run_distributed(problem, core, coord, options, comm, start,
                                initial=(initial_bound, initial_solution))
     engine = Engine(core, **options)
-    status = coord.drive(engine)
-    return build_result(problem, core, [summary(engine, status)], time.perf_counter() - start,
+    part = summary(engine, coord.drive(engine))
+    part["counters"] = counters_of(core)
+    return build_result(problem, core, [part], time.perf_counter() - start,
                         (initial_bound, initial_solution), ranks=1)
 
 
@@ -88,6 +94,10 @@ def build_result(problem: Any, core: Core, parts: list, seconds: float, initial:
     metrics = {key: _sum_lists([p["metrics"][key] for p in parts])
                for key in ("nodes", "backtracks", "prunes", "spawns")}
     metrics["ranks"] = ranks
+    metrics["counters"] = {}
+    for p in parts:
+        for key, count in p.get("counters", {}).items():
+            metrics["counters"][key] = metrics["counters"].get(key, 0) + count
     nodes = sum(p["nodes"] for p in parts)
     stop = next((s for s in ("time_limit", "node_limit") if s in statuses), None)
     result = Result(kind=kind, status="", nodes=nodes, seconds=seconds, metrics=metrics)

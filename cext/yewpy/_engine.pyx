@@ -197,6 +197,8 @@ cdef class PyCore(Core):
         return 0
 
     cdef object take_value(self):
+        if self.kind != KIND_ENUMERATION:
+            return None
         if self.counting:
             value = self.count
             self.count = 0

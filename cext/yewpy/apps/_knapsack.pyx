@@ -25,6 +25,7 @@ cdef class KnapsackCore(OptimisationCore):
     cdef int* nxt           # per frame: first item a child may add
     cdef int* pos           # per frame: generator position
     cdef int* item          # per frame: the item this node added (-1 at the task root)
+    cdef int* parent        # per frame: the frame it was generated from (-1: task root)
     cdef double* prof
     cdef double* wt
     cdef list base_items    # items taken above the task root
@@ -62,6 +63,7 @@ cdef class KnapsackCore(OptimisationCore):
         free(self.nxt)
         free(self.pos)
         free(self.item)
+        free(self.parent)
         free(self.prof)
         free(self.wt)
 
@@ -69,9 +71,10 @@ cdef class KnapsackCore(OptimisationCore):
         self.nxt = <int*>realloc(self.nxt, frames * sizeof(int))
         self.pos = <int*>realloc(self.pos, frames * sizeof(int))
         self.item = <int*>realloc(self.item, frames * sizeof(int))
+        self.parent = <int*>realloc(self.parent, frames * sizeof(int))
         self.prof = <double*>realloc(self.prof, frames * sizeof(double))
         self.wt = <double*>realloc(self.wt, frames * sizeof(double))
-        if not (self.nxt and self.pos and self.item and self.prof and self.wt):
+        if not (self.nxt and self.pos and self.item and self.parent and self.prof and self.wt):
             raise MemoryError()
         return 0
 
@@ -79,6 +82,7 @@ cdef class KnapsackCore(OptimisationCore):
         self.nxt[0] = 0
         self.prof[0] = self.wt[0] = 0
         self.item[0] = -1
+        self.parent[0] = -1
         self.base_items = []
         return 0
 
@@ -88,14 +92,16 @@ cdef class KnapsackCore(OptimisationCore):
         self.prof[0] = profit
         self.wt[0] = weight
         self.item[0] = -1
+        self.parent[0] = -1
         self.base_items = list(items)
         return 0
 
     cdef list _items(self, int frame):
-        cdef list items = list(self.base_items)
-        for f in range(1, frame + 1):
-            items.append(self.item[f])
-        return items
+        cdef list added = []
+        while frame > 0:
+            added.append(self.item[frame])
+            frame = self.parent[frame]
+        return self.base_items + added[::-1]
 
     cdef object dump(self, int frame):
         return (self.nxt[frame], self.prof[frame], self.wt[frame], tuple(self._items(frame)))
@@ -120,6 +126,7 @@ cdef class KnapsackCore(OptimisationCore):
         self.prof[dest] = self.prof[frame] + self.p[j]
         self.wt[dest] = self.wt[frame] + self.w[j]
         self.item[dest] = j
+        self.parent[dest] = frame
         return 1
 
     cdef double objective(self, int frame) except? -1:

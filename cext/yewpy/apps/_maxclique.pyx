@@ -40,6 +40,7 @@ cdef class MaxCliqueCore(OptimisationCore):
     cdef int32_t* size          # per frame: |C|
     cdef int32_t* chosen        # per frame: the vertex added to reach it
     cdef int32_t* cbound        # per frame: its bound, set by the parent
+    cdef int32_t* parent        # per frame: the frame it was generated from (-1: task root)
     cdef uint64_t* scratch      # 2 * words
     cdef list base              # clique members above the task root
     cdef readonly long long expansions
@@ -64,6 +65,10 @@ cdef class MaxCliqueCore(OptimisationCore):
     def __reduce__(self):
         return (MaxCliqueCore, self._rows)
 
+    def counters(self):
+        """Expansions so far: nodes opened with a non-empty candidate set (mcs_ref's nodes)."""
+        return {"expansions": self.expansions}
+
     def __dealloc__(self):
         free(self.adj)
         free(self.cand)
@@ -73,6 +78,7 @@ cdef class MaxCliqueCore(OptimisationCore):
         free(self.size)
         free(self.chosen)
         free(self.cbound)
+        free(self.parent)
         free(self.scratch)
 
     cdef int reserve(self, int frames) except -1:
@@ -83,8 +89,9 @@ cdef class MaxCliqueCore(OptimisationCore):
         self.size = <int32_t*>realloc(self.size, frames * sizeof(int32_t))
         self.chosen = <int32_t*>realloc(self.chosen, frames * sizeof(int32_t))
         self.cbound = <int32_t*>realloc(self.cbound, frames * sizeof(int32_t))
+        self.parent = <int32_t*>realloc(self.parent, frames * sizeof(int32_t))
         if not (self.cand and self.order and self.colour and self.left and self.size
-                and self.chosen and self.cbound):
+                and self.chosen and self.cbound and self.parent):
             raise MemoryError()
         return 0
 
@@ -94,6 +101,7 @@ cdef class MaxCliqueCore(OptimisationCore):
             self.cand[v >> 6] |= (<uint64_t>1) << (v & 63)
         self.size[0] = 0
         self.cbound[0] = self.n
+        self.parent[0] = -1
         self.base = []
         return 0
 
@@ -104,16 +112,18 @@ cdef class MaxCliqueCore(OptimisationCore):
         cdef int32_t* members = <int32_t*>(raw + sizeof(head))
         self.size[0] = head[0]
         self.cbound[0] = head[1]
+        self.parent[0] = -1
         self.base = [members[k] for k in range(head[0])]
         memcpy(self.cand, raw + sizeof(head) + head[0] * sizeof(int32_t),
                self.words * sizeof(uint64_t))
         return 0
 
     cdef list _members(self, int frame):
-        cdef list members = list(self.base)
-        for f in range(1, frame + 1):
-            members.append(self.chosen[f])
-        return members
+        cdef list added = []
+        while frame > 0:
+            added.append(self.chosen[frame])
+            frame = self.parent[frame]
+        return self.base + added[::-1]
 
     cdef object dump(self, int frame):
         cdef list members = self._members(frame)
@@ -188,6 +198,7 @@ cdef class MaxCliqueCore(OptimisationCore):
         p[v >> 6] &= ~((<uint64_t>1) << (v & 63))
         self.size[dest] = self.size[frame] + 1
         self.chosen[dest] = v
+        self.parent[dest] = frame
         self.cbound[dest] = self.size[frame] + self.colour[frame * self.n + k]
         return 1
 
