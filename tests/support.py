@@ -1,0 +1,64 @@
+"""Test helpers: where shared/ lives, its answer tables, and how to run a command on real MPI ranks."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("YEWPY_SHARED", ROOT.parent / "shared"))
+INSTANCES = SHARED / "instances"
+
+
+def require_shared() -> None:
+    """Fail (never skip) when the reference instances are missing: tests without them are vacuous."""
+    if not INSTANCES.is_dir():
+        raise RuntimeError(f"reference instances not found at {INSTANCES}; set YEWPY_SHARED")
+
+
+def readme_table(path: Path) -> list[dict]:
+    """The rows of the first markdown table in ``path`` whose header has a 'file' or 'n' column."""
+    rows, header = [], None
+    for line in path.read_text().splitlines():
+        if not line.startswith("|"):
+            if header and rows:
+                break
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if header is None:
+            header = cells
+        elif not set(line) <= set("|-: "):
+            rows.append(dict(zip(header, cells)))
+    return rows
+
+
+def number(text: str) -> int:
+    return int(re.sub(r"[,\s]", "", text))
+
+
+def mpiexec() -> str:
+    """The mpiexec beside this Python (the mpich wheel's), else the one on PATH."""
+    here = Path(sys.executable).parent / "mpiexec"
+    found = str(here) if here.exists() else shutil.which("mpiexec")
+    if not found:
+        raise RuntimeError("mpiexec not found: install the test extra (pip install '.[test]')")
+    return found
+
+
+def run_ranks(n: int, args: list[str], timeout: float = 120, cwd: Path | None = None
+              ) -> subprocess.CompletedProcess:
+    """Run ``args`` on ``n`` real MPI ranks (oversubscribing this machine is fine)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.run([mpiexec(), "-n", str(n), *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=cwd)
+
+
+def yewpy_cmd() -> list[str]:
+    """The installed ``yewpy`` console script (``python -m yewpy`` run from the repository root
+    would import the uncompiled source folder instead of the installed package)."""
+    script = Path(sys.executable).parent / "yewpy"
+    return [str(script)] if script.exists() else [shutil.which("yewpy") or "yewpy"]

@@ -1,0 +1,88 @@
+"""The yewpy command: YewPar-style output, --json, flags, and one-line errors with exit status 2."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from support import yewpy_cmd
+
+
+def run(*args, timeout=120):
+    return subprocess.run([*yewpy_cmd(), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+def test_nqueens_summary():
+    out = run("nqueens", 8)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "Solution for n = 8: 92"
+    assert "nodes = 2057" in lines and "status = exhausted" in lines
+
+
+def test_maxclique_json(instances):
+    out = run("maxclique", instances / "clique" / "brock200_2.clq", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert set(data) >= {"app", "kind", "skeleton", "ranks", "objective", "solution", "nodes", "seconds",
+                         "status", "metrics"}
+    assert (data["app"], data["kind"], data["objective"], data["status"], data["ranks"]) == \
+        ("maxclique", "optimisation", 12, "optimal", 1)
+    assert data["metrics"]["expansions"] == 3826 and len(data["solution"]) == 12
+
+
+@pytest.mark.parametrize("flags", [["--skeleton", "depthbounded", "-d", "2"],
+                                   ["--skeleton", "budget", "-b", "100"],
+                                   ["--skeleton", "budget", "-b", "10", "--spawn-all", "--pool", "deque"]])
+def test_maxclique_decision_witness(instances, flags):
+    out = run("maxclique", instances / "clique" / "brock200_4.clq", "--decision", 17, "--json", *flags)
+    data = json.loads(out.stdout)
+    assert data["found"] is True and data["status"] == "found" and len(data["solution"]) >= 17
+    text = run("maxclique", instances / "clique" / "brock200_4.clq", "--decision", 17, *flags).stdout
+    assert "Clique of size >= 17 found: true" in text and "Witness (checked)" in text
+
+
+def test_knapsack_both_versions(instances):
+    path = instances / "knapsack" / "yewpar_kp" / "knapsackTest1.kp"
+    for extra in ([], ["--python"]):
+        out = run("knapsack", path, *extra)
+        assert out.returncode == 0, out.stderr
+        assert "Final Profit: 6925" in out.stdout and "Expected Result: true" in out.stdout
+
+
+def test_knapsack_csv_instance(instances):
+    out = run("knapsack", instances / "knapsack" / "pisinger" / "knapPI_11_20_1000.csv", "--instance", 3)
+    assert "Final Profit: 1800" in out.stdout
+
+
+def test_python_dash_m_and_time_limit(instances, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "yewpy", "knapsack",
+                          str(instances / "knapsack" / "large_scale" / "knapPI_3_2000_1000_1"),
+                          "--time-limit", "0.5", "--json"], capture_output=True, text=True, timeout=60,
+                         cwd=tmp_path)
+    data = json.loads(out.stdout)
+    assert data["status"] == "time_limit" and 0 < data["objective"] <= 28919
+
+
+@pytest.mark.parametrize("app,name,text,where", [
+    ("maxclique", "bad.clq", "p edge 3 1\ne 1 7\n", ":2: vertex out of range"),
+    ("knapsack", "bad.kp", "100\n5\n1 2\n3\n", ":4: expected 'profit weight'"),
+    ("maxclique", "missing.clq", None, ": cannot read"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, app, name, text, where):
+    path = tmp_path / name
+    if text is not None:
+        path.write_text(text)
+    out = run(app, path)
+    assert out.returncode == 2
+    assert out.stderr.strip() == out.stderr.strip().splitlines()[0]          # exactly one line
+    assert out.stderr.startswith(f"yewpy: error: {path}") and where in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_usage_errors_exit_2():
+    assert run("nqueens").returncode == 2
+    assert run("nqueens", 8, "-b", 5).returncode != 0          # -b belongs to budget
+    out = run("nqueens", 8, "--skeleton", "stacksteal")
+    assert out.returncode == 2 and "not available yet" in out.stderr

@@ -1,0 +1,106 @@
+"""The engine contract: bounded slices, splitting off serialisable tasks, restarting from them."""
+
+import pickle
+
+import pytest
+
+import yewpy
+from yewpy._engine import BUDGET, DONE, PAUSED, Engine
+from yewpy.apps.knapsack import Knapsack
+from yewpy.apps.maxclique import MaxClique
+from yewpy.apps.nqueens import NQueens
+from yewpy.search import core_of
+
+
+class Ternary(yewpy.Enumeration):
+    def root(self):
+        return ()
+
+    def children(self, node):
+        if len(node) < 6:
+            return (node + (k,) for k in range(3))
+        return ()
+
+
+TERNARY_NODES = sum(3 ** d for d in range(7))
+
+
+def _cores():
+    return {"python": lambda: core_of(Ternary()), "nqueens": lambda: NQueens(8)}
+
+
+@pytest.mark.parametrize("which", ["python", "nqueens"])
+@pytest.mark.parametrize("slice_nodes", [1, 7, 1000])
+def test_slices_resume_where_they_stopped(which, slice_nodes):
+    engine = Engine(_cores()[which]())
+    engine.start_root()
+    runs = 0
+    while (status := engine.run(slice_nodes)) == PAUSED:
+        runs += 1
+    assert status == DONE and not engine.active
+    expected = {"python": (TERNARY_NODES, TERNARY_NODES), "nqueens": (2057, 92)}[which]
+    assert (engine.nodes, engine.take_value()) == expected
+    assert runs >= engine.nodes // slice_nodes - 1
+
+
+@pytest.mark.parametrize("which", ["python", "nqueens"])
+@pytest.mark.parametrize("whole_level,all_levels", [(False, False), (True, False), (True, True)])
+def test_split_tasks_travel_and_preserve_the_count(which, whole_level, all_levels):
+    """Split repeatedly mid-search, pickle the tasks, finish them on another engine: same totals."""
+    victim = Engine(_cores()[which]())
+    thief = Engine(_cores()[which]())
+    victim.start_root()
+    tasks = []
+    while victim.run(5) == PAUSED:
+        tasks += pickle.loads(pickle.dumps(victim.split(whole_level, all_levels)))
+    assert tasks, "the search should have given work away"
+    assert all(isinstance(t, tuple) and len(t) == 2 and t[0] >= 1 for t in tasks)
+    for task in tasks:
+        thief.start(task)
+        assert thief.run(-1) == DONE
+    total = (victim.nodes + thief.nodes, victim.take_value() + thief.take_value())
+    assert total == {"python": (TERNARY_NODES, TERNARY_NODES), "nqueens": (2057, 92)}[which]
+
+
+def test_split_on_optimisation_keeps_the_optimum(instances):
+    graph = MaxClique.from_file(str(instances / "clique" / "brock200_4.clq"))
+    victim, thief = Engine(graph.core(), prune_level=True), Engine(graph.core(), prune_level=True)
+    victim.start_root()
+    tasks = []
+    while victim.run(200) == PAUSED:
+        tasks += victim.split(False)
+    for task in tasks:
+        thief.offer(victim.incumbent)
+        thief.start(task)
+        thief.run(-1)
+    best = max(e.witness_objective for e in (victim, thief) if e.witness_objective is not None)
+    assert best == 17
+    witness = victim.witness if victim.witness_objective == 17 else thief.witness
+    labels = [graph.labels[graph.order[v]] for v in witness]
+    assert len(labels) == 17 and graph.is_clique(labels)
+
+
+def test_budget_returns_control_after_the_budget():
+    engine = Engine(NQueens(8), backtrack_budget=10)
+    engine.start_root()
+    assert engine.run(-1) == BUDGET
+    assert sum(engine.metrics()["backtracks"]) == 10
+
+
+def test_offer_only_adopts_better_values():
+    engine = Engine(Knapsack([5, 4], [1, 1], 1).core())
+    assert engine.incumbent is None
+    assert engine.offer(3) and engine.incumbent == 3
+    assert not engine.offer(2) and engine.incumbent == 3
+
+
+def test_compiled_cores_pickle():
+    core = pickle.loads(pickle.dumps(NQueens(6)))
+    assert core.search().value == 4
+    kp = Knapsack([60, 100, 120], [10, 20, 30], 50)
+    assert pickle.loads(pickle.dumps(kp.core())).search(prune_level=True).objective == 220
+
+
+def test_max_depth_must_allow_the_root():
+    with pytest.raises(ValueError, match="max_depth"):
+        Engine(NQueens(4), max_depth=0)

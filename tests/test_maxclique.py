@@ -1,0 +1,122 @@
+"""Maximum clique: exact omega and mcs_ref's node counts on DIMACS graphs; decision; oracle."""
+
+import itertools
+
+import networkx as nx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from support import INSTANCES, number, readme_table, require_shared
+from yewpy.apps.maxclique import MaxClique, read_dimacs
+from yewpy.errors import InputError
+
+FAST_NODES = 800_000      # the README's instances up to this size solve in a few seconds
+
+
+def _fast_instances():
+    require_shared()
+    rows = readme_table(INSTANCES / "clique" / "README.md")
+    return [(r["file"], int(r["omega"]), number(r["nodes"])) for r in rows
+            if r["nodes"] not in ("-", "") and number(r["nodes"]) <= FAST_NODES]
+
+
+FAST = _fast_instances()
+
+
+def test_fast_set_is_not_empty():
+    assert len(FAST) >= 25
+    assert ("brock200_1.clq", 21, 524_723) in FAST
+
+
+@pytest.mark.parametrize("name,omega,nodes", FAST, ids=[f[0] for f in FAST])
+def test_omega_and_reference_node_count(name, omega, nodes):
+    graph = MaxClique.from_file(str(INSTANCES / "clique" / name))
+    result = graph.search()
+    assert result.objective == omega and result.status == "optimal"
+    assert result.metrics["expansions"] == nodes          # the same tree as shared/bench/mcs_ref.c
+    assert len(result.solution) == omega and graph.is_clique(result.solution)
+
+
+COORDINATIONS = [("seq", {}), ("depthbounded", {"spawn_depth": 2}), ("budget", {"backtracks": 50}),
+                 ("budget", {"backtracks": 5, "spawn_all": True, "pool": "deque"})]
+
+
+@pytest.mark.parametrize("coordination,params", COORDINATIONS)
+def test_coordinations_agree_on_omega(instances, coordination, params):
+    graph = MaxClique.from_file(str(instances / "clique" / "brock200_4.clq"))
+    result = graph.search(coordination, **params)
+    assert result.objective == 17 and graph.is_clique(result.solution)
+
+
+@pytest.mark.parametrize("coordination,params", COORDINATIONS)
+def test_decision_witness_and_refusal(instances, coordination, params):
+    graph = MaxClique.from_file(str(instances / "clique" / "brock200_4.clq"))
+    yes = graph.search(coordination, decision=17, **params)
+    assert yes.found and yes.status == "found"
+    assert len(yes.solution) >= 17 and graph.is_clique(yes.solution)
+    no = graph.search(coordination, decision=18, **params)
+    assert not no.found and no.status == "exhausted" and no.solution is None
+
+
+def test_without_prune_level_same_omega_more_nodes(instances):
+    graph = MaxClique.from_file(str(instances / "clique" / "keller4.clq"))
+    with_level = graph.search()
+    without = graph.search(prune_level=False)
+    assert with_level.objective == without.objective == 11
+    assert without.nodes >= with_level.nodes
+
+
+def test_gzip_input(instances):
+    n, edges = read_dimacs(str(instances / "clique" / "p_hat700-2.clq.gz"))
+    assert (n, len(edges)) == (700, 121728)
+
+
+def _brute_force_omega(n, edges):
+    adj = {(u, v) for u, v in edges} | {(v, u) for u, v in edges}
+    best = 0
+    for k in range(1, n + 1):
+        if any(all((a, b) in adj for a, b in itertools.combinations(c, 2))
+               for c in itertools.combinations(range(n), k)):
+            best = k
+        else:
+            break
+    return best
+
+
+graphs = st.integers(1, 11).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=n * (n - 1) // 2)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(graphs, st.sampled_from(COORDINATIONS), st.booleans())
+def test_random_graphs_against_brute_force(graph, coordination, prune_level):
+    n, edges = graph
+    omega = _brute_force_omega(n, [(u, v) for u, v in edges if u != v])
+    problem = MaxClique(n, edges)
+    result = problem.search(coordination[0], prune_level=prune_level, **coordination[1])
+    assert result.objective == omega
+    assert len(result.solution) == omega and problem.is_clique(result.solution)
+    assert problem.search(decision=omega).found
+    assert not problem.search(decision=omega + 1).found
+
+
+def test_networkx_graph_keeps_its_labels():
+    g = nx.Graph([("a", "b"), ("b", "c"), ("a", "c"), ("c", "d")])
+    result = MaxClique.from_networkx(g).search()
+    assert result.objective == 3 and result.solution == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("text,line", [
+    ("p edge 3 1\ne 1 9\n", 2),
+    ("e 1 2\n", 1),
+    ("p edge 3 1\ne 1\n", 2),
+    ("p edge x 1\n", 1),
+    ("c hi\np edge 3 2\ne 1 2\nq 1 2\n", 4),
+])
+def test_malformed_dimacs_names_the_line(tmp_path, text, line):
+    path = tmp_path / "bad.clq"
+    path.write_text(text)
+    with pytest.raises(InputError) as info:
+        read_dimacs(str(path))
+    assert info.value.line == line and str(info.value).startswith(f"{path}:{line}: ")

@@ -1,0 +1,24 @@
+"""The README's example runs and prints what its comments say."""
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_readme_python_example_prints_what_it_claims():
+    block = re.search(r"```python\n(.*?)```", README.read_text(), re.S).group(1)
+    claimed = [line.split("#")[1].split(",")[0].strip() for line in block.splitlines()
+               if line.startswith("print(")]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, "README.md", "exec"), {"__name__": "readme"})
+    assert out.getvalue().split() == claimed == ["4", "4"]
+
+
+def test_readme_starts_with_the_two_commands():
+    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)
+    assert "mpiexec -n 2" in blocks[0] and "yewpy" in blocks[0]
+    assert blocks[1].strip().endswith("pytest")
