@@ -8,9 +8,10 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from yewpy.apps._knapsack import KnapsackCore
 from yewpy.errors import InputError

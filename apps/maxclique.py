@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import argparse
 import gzip
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -135,7 +136,8 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
         lines.append(f"Clique of size >= {args.decision} found: {str(result.found).lower()}")
         if result.found:
             ok = graph.is_clique(result.solution)
-            lines.append(f"Witness ({'checked' if ok else 'NOT A CLIQUE'}): {' '.join(map(str, result.solution))}")
+            members = " ".join(map(str, result.solution))
+            lines.append(f"Witness ({'checked' if ok else 'NOT A CLIQUE'}): {members}")
             if not ok:
                 raise SystemExit("yewpy: error: internal: the witness is not a clique")
     else:

@@ -144,7 +144,8 @@ def coordination(spec: Any = "seq", **params: Any) -> Coordination:
     if spec in _LATER:
         raise NotImplementedError(f"coordination {spec!r} is not available yet")
     if spec not in _BY_NAME:
-        raise ValueError(f"unknown coordination {spec!r}; choose one of {sorted(set(_BY_NAME) - {'sequential'})}")
+        names = sorted(set(_BY_NAME) - {"sequential"})
+        raise ValueError(f"unknown coordination {spec!r}; choose one of {names}")
     cls = _BY_NAME[spec]
     known = set(cls.__dataclass_fields__)
     unknown = set(params) - known

@@ -53,7 +53,8 @@ def test_every_pisinger_instance(name):
 
 
 def test_pisinger_instance_by_name(instances):
-    inst = read_knapsack(str(instances / "knapsack" / "pisinger" / "knapPI_1_50_1000.csv"), "knapPI_1_50_1000_2")
+    path = instances / "knapsack" / "pisinger" / "knapPI_1_50_1000.csv"
+    inst = read_knapsack(str(path), "knapPI_1_50_1000_2")
     assert (len(inst.profits), inst.capacity, inst.optimum) == (50, 997, 5847)
 
 

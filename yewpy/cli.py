@@ -15,7 +15,8 @@ from yewpy.result import Result
 
 def _common(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("search")
-    g.add_argument("--skeleton", default="seq", choices=["seq", "depthbounded", "budget", "stacksteal", "ordered"],
+    g.add_argument("--skeleton", default="seq",
+                   choices=["seq", "depthbounded", "budget", "stacksteal", "ordered"],
                    help="coordination (default: seq)")
     g.add_argument("-d", "--spawn-depth", type=int, default=None, help="depthbounded: spawn depth")
     g.add_argument("-b", "--backtrack-budget", type=int, default=None, help="budget: backtracks per task")

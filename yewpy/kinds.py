@@ -16,7 +16,8 @@ and an optimistic bound.  ``search()`` runs it on the compiled engine through an
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from yewpy._engine import DECISION, ENUMERATION, OPTIMISATION, PyCore
 from yewpy.result import Result
