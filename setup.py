@@ -44,7 +44,7 @@ class BuildPyWithPxd(build_py):
 setup(
     packages=["yewpy", "yewpy.skeletons", "yewpy.apps"],
     package_dir={"yewpy": "yewpy", "yewpy.skeletons": "skeletons", "yewpy.apps": "apps"},
-    package_data={"yewpy": ["py.typed", "*.pyi"]},
+    package_data={"yewpy": ["py.typed", "*.pyi"], "yewpy.apps": ["*.pyi"]},
     ext_modules=extensions(),
     cmdclass={"build_py": BuildPyWithPxd},
 )

@@ -35,11 +35,11 @@ class Coordination:
         return []
 
     def drive(self, engine: Engine, tasks: list | None = None, poll: Any = None,
-              slice_nodes: int = -1) -> str:
+              slice_nodes: int = -1, slice_seconds: float = 0) -> str:
         """Search from the root (``tasks=None``) or from ``tasks`` until all is explored.
 
-        ``poll(engine, pool)``, called between slices of ``slice_nodes`` nodes, lets a runtime
-        serve steal requests and exchange incumbents; it returns False to stop.
+        ``poll(engine, pool)``, called between slices (``slice_nodes`` nodes or ``slice_seconds``),
+        lets a runtime serve steal requests and exchange incumbents; it returns False to stop.
         Returns ``done``, ``found``, ``node_limit``, ``time_limit`` or ``stopped``.
         """
         pool = self.make_pool()
@@ -51,7 +51,7 @@ class Coordination:
                 return "done"
             engine.start(pool.pop_local())
         while True:
-            status = engine.run(slice_nodes)
+            status = engine.run(slice_nodes, slice_seconds)
             if engine.spawned:
                 pool.extend(engine.spawned)
                 engine.spawned.clear()

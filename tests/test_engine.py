@@ -104,3 +104,10 @@ def test_compiled_cores_pickle():
 def test_max_depth_must_allow_the_root():
     with pytest.raises(ValueError, match="max_depth"):
         Engine(NQueens(4), max_depth=0)
+
+
+def test_time_slices_return_control():
+    engine = Engine(NQueens(14))
+    engine.start_root()
+    assert engine.run(-1, 0.002) == PAUSED
+    assert 0 < engine.nodes < 27_358_553

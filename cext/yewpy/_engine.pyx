@@ -384,8 +384,9 @@ cdef class Engine:
                 return True
         return False
 
-    def run(self, long long slice_nodes=-1):
-        """Search the current task for at most ``slice_nodes`` nodes (-1: no slice).
+    def run(self, long long slice_nodes=-1, double slice_seconds=0):
+        """Search the current task for at most ``slice_nodes`` nodes (-1: no limit) and about
+        ``slice_seconds`` (0: no limit; the clock is read every 64 nodes).
 
         Returns DONE, PAUSED, BUDGET, FOUND, NODE_LIMIT or TIME_LIMIT.
         """
@@ -394,6 +395,7 @@ cdef class Engine:
         cdef long long left = slice_nodes
         cdef bint budget_hit
         cdef unsigned int tick = 0
+        cdef double now, slice_end = _now() + slice_seconds if slice_seconds > 0 else 0
         while self.top >= 0:
             top = self.top
             if self.closed[top]:
@@ -431,8 +433,12 @@ cdef class Engine:
             if self.node_limit >= 0 and self.nodes >= self.node_limit:
                 return NODE_LIMIT
             tick += 1
-            if self.deadline > 0 and (tick & 1023) == 0 and _now() >= self.deadline:
-                return TIME_LIMIT
+            if (tick & 63) == 0 and (self.deadline > 0 or slice_end > 0):
+                now = _now()
+                if self.deadline > 0 and now >= self.deadline:
+                    return TIME_LIMIT
+                if slice_end > 0 and now >= slice_end and not budget_hit:
+                    return PAUSED
             if budget_hit:
                 return BUDGET
             if left > 0:

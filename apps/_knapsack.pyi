@@ -1,0 +1,8 @@
+from collections.abc import Sequence
+
+from yewpy._engine import OptimisationCore
+
+class KnapsackCore(OptimisationCore):
+    n: int
+    capacity: float
+    def __init__(self, profits: Sequence[float], weights: Sequence[float], capacity: float) -> None: ...

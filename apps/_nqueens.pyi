@@ -1,0 +1,5 @@
+from yewpy._engine import EnumerationCore
+
+class NQueensCore(EnumerationCore):
+    n: int
+    def __init__(self, n: int) -> None: ...

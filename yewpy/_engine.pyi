@@ -1,0 +1,69 @@
+"""Type stubs for the compiled engine (cext/yewpy/_engine.pyx)."""
+
+from typing import Any
+
+from yewpy.result import Result
+
+ENUMERATION: int
+DECISION: int
+OPTIMISATION: int
+DONE: int
+PAUSED: int
+BUDGET: int
+FOUND: int
+NODE_LIMIT: int
+TIME_LIMIT: int
+
+Task = tuple[int, Any]
+
+def monotonic() -> float: ...
+
+class Core:
+    kind: int
+    has_bound: bool
+    sign: float
+    def search(self, coordination: Any = "seq", **params: Any) -> Result: ...
+
+class EnumerationCore(Core):
+    zero: Any
+    def combine(self, a: Any, b: Any) -> Any: ...
+
+class DecisionCore(Core): ...
+class OptimisationCore(Core): ...
+
+class PyCore(Core):
+    def __init__(self, problem: Any, kind: int, has_bound: bool, sign: float, counting: bool) -> None: ...
+
+class Engine:
+    core: Core
+    base_depth: int
+    max_depth: int
+    spawn_depth: int
+    prune_level: bool
+    backtrack_budget: int
+    has_incumbent: bool
+    has_witness: bool
+    witness: Any
+    found: bool
+    spawned: list[Task]
+    nodes: int
+    deadline: float
+    incumbent_version: int
+    def __init__(self, core: Core, max_depth: int | None = None, spawn_depth: int = -1,
+                 prune_level: bool = False, backtrack_budget: int = 0, target: Any = None,
+                 initial_bound: Any = None, node_limit: int | None = None,
+                 deadline: float | None = None) -> None: ...
+    def start_root(self) -> None: ...
+    def start(self, task: Task) -> None: ...
+    def run(self, slice_nodes: int = -1, slice_seconds: float = 0) -> int: ...
+    def split(self, whole_level: bool = True, all_levels: bool = False) -> list[Task]: ...
+    @property
+    def active(self) -> bool: ...
+    @property
+    def incumbent(self) -> float | None: ...
+    @property
+    def witness_objective(self) -> float | None: ...
+    def offer(self, value: float) -> bool: ...
+    def stop(self) -> None: ...
+    def take_value(self) -> Any: ...
+    def metrics(self) -> dict[str, list[int]]: ...
