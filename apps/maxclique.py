@@ -139,7 +139,7 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
             members = " ".join(map(str, result.solution))
             lines.append(f"Witness ({'checked' if ok else 'NOT A CLIQUE'}): {members}")
             if not ok:
-                raise SystemExit("yewpy: error: internal: the witness is not a clique")
+                raise RuntimeError("internal error: the decision witness is not a clique")
     else:
         lines.append(f"MaxClique Size = {result.objective}")
         lines.append(f"Clique: {' '.join(map(str, result.solution))}")

@@ -10,6 +10,7 @@ import argparse
 from typing import Any
 
 from yewpy.apps._nqueens import NQueensCore as NQueens
+from yewpy.errors import UsageError
 from yewpy.result import Result
 
 __all__ = ["NQueens"]
@@ -21,6 +22,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     if not 1 <= args.n <= 64:
-        raise SystemExit(f"yewpy: error: n-queens needs 1 <= n <= 64, got {args.n}")
+        raise UsageError(f"n-queens needs 1 <= n <= 64, got {args.n}")
     result = NQueens(args.n).search(**params)
     return result, [f"Solution for n = {args.n}: {result.value}"]

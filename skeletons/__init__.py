@@ -1,6 +1,7 @@
-"""Coordinations (search skeletons): Sequential, DepthBounded, Budget, and their work pools."""
+"""Coordinations (search skeletons) and their work pools."""
 
-from .coordination import Budget, Coordination, DepthBounded, Sequential, coordination
+from .coordination import Budget, Coordination, DepthBounded, Sequential, StackStealing, coordination
 from .pool import DepthPool, DequePool
 
-__all__ = ["Budget", "Coordination", "DepthBounded", "DepthPool", "DequePool", "Sequential", "coordination"]
+__all__ = ["Budget", "Coordination", "DepthBounded", "DepthPool", "DequePool", "Sequential", "StackStealing",
+           "coordination"]

@@ -34,12 +34,15 @@ class Coordination:
         """Work to hand to the pool when the backtrack budget runs out."""
         return []
 
-    def drive(self, engine: Engine, tasks: list | None = None, poll: Any = None,
+    def drive(self, engine: Engine, tasks: list | None = None, poll: Any = None, idle: Any = None,
               slice_nodes: int = -1, slice_seconds: float = 0) -> str:
         """Search from the root (``tasks=None``) or from ``tasks`` until all is explored.
 
-        ``poll(engine, pool)``, called between slices (``slice_nodes`` nodes or ``slice_seconds``),
-        lets a runtime serve steal requests and exchange incumbents; it returns False to stop.
+        A runtime that shares work between workers passes two callbacks.  ``poll(engine, pool)``,
+        called between slices (``slice_nodes`` nodes or ``slice_seconds``), serves steal requests
+        and exchanges incumbents; it returns False to stop.  ``idle(engine, pool)``, called when
+        this worker has nothing left, returns True once it has put stolen tasks in the pool and
+        False when the whole search is over.
         Returns ``done``, ``found``, ``node_limit``, ``time_limit`` or ``stopped``.
         """
         pool = self.make_pool()
@@ -47,10 +50,13 @@ class Coordination:
             engine.start_root()
         else:
             pool.extend(tasks)
-            if not pool:
-                return "done"
-            engine.start(pool.pop_local())
         while True:
+            if not engine.active:
+                if not pool and (idle is None or not idle(engine, pool)):
+                    return "done"
+                if pool:
+                    engine.start(pool.pop_local())
+                continue
             status = engine.run(slice_nodes, slice_seconds)
             if engine.spawned:
                 pool.extend(engine.spawned)
@@ -59,14 +65,11 @@ class Coordination:
                 pool.extend(self.after_budget(engine))
             elif status != PAUSED and status != DONE:
                 return _STOPS[status]
-            if engine.found:
+            going = poll is None or engine.found or poll(engine, pool)
+            if engine.found:                   # found by this slice, or by a split inside poll
                 return "found"
-            if poll is not None and not poll(engine, pool):
+            if not going:
                 return "stopped"
-            if status == DONE and not engine.active:
-                if not pool:
-                    return "done"
-                engine.start(pool.pop_local())
 
 
 @dataclass(frozen=True)
@@ -128,14 +131,24 @@ class Budget(Coordination):
         return engine.split(True, self.spawn_all)
 
 
-_BY_NAME = {"seq": Sequential, "sequential": Sequential, "depthbounded": DepthBounded, "budget": Budget}
-_LATER = ("stacksteal", "ordered")
+@dataclass(frozen=True)
+class StackStealing(Coordination):
+    """Depth-first search on each worker's own stack; a thief takes the shallowest unexplored
+    child of a victim's stack, or with ``chunked`` all the remaining children of that level."""
+
+    chunked: bool = False
+    name = "stacksteal"
+
+
+_BY_NAME = {"seq": Sequential, "sequential": Sequential, "depthbounded": DepthBounded, "budget": Budget,
+            "stacksteal": StackStealing}
+_LATER = ("ordered",)
 
 
 def coordination(spec: Any = "seq", **params: Any) -> Coordination:
-    """A coordination from a name (``"seq"``, ``"depthbounded"``, ``"budget"``) or an object.
-
-    ``params`` (``spawn_depth``, ``backtracks``, ``spawn_all``, ``pool``) apply to a name.
+    """A coordination from a name (``"seq"``, ``"depthbounded"``, ``"budget"``, ``"stacksteal"``)
+    or an object.  ``params`` (``spawn_depth``, ``backtracks``, ``spawn_all``, ``pool``,
+    ``chunked``) apply to a name.
     """
     if isinstance(spec, Coordination):
         if params:

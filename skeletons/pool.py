@@ -47,6 +47,17 @@ class DepthPool:
         """The oldest task at the shallowest depth."""
         return self._take(min(self._levels))
 
+    def steal(self, chunked: bool) -> list:
+        """For a thief: the oldest shallowest task, or with ``chunked`` that whole depth."""
+        if not self._size:
+            return []
+        if not chunked:
+            return [self.pop_steal()]
+        depth = min(self._levels)
+        tasks = list(self._levels.pop(depth))
+        self._size -= len(tasks)
+        return tasks
+
 
 class DequePool:
     """A work-stealing deque: the owner takes the newest task, a thief the oldest."""
@@ -68,6 +79,11 @@ class DequePool:
 
     def pop_steal(self) -> Any:
         return self._tasks.popleft()
+
+    def steal(self, chunked: bool) -> list:
+        """For a thief: the oldest task, or with ``chunked`` the older half."""
+        count = max(1, len(self._tasks) // 2) if chunked else 1
+        return [self._tasks.popleft() for _ in range(min(count, len(self._tasks)))]
 
 
 POOLS = {"depthpool": DepthPool, "deque": DequePool}

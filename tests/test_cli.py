@@ -84,5 +84,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, app, name, text, where):
 def test_usage_errors_exit_2():
     assert run("nqueens").returncode == 2
     assert run("nqueens", 8, "-b", 5).returncode != 0          # -b belongs to budget
-    out = run("nqueens", 8, "--skeleton", "stacksteal")
+    out = run("nqueens", 8, "--skeleton", "ordered")
     assert out.returncode == 2 and "not available yet" in out.stderr
+    out = run("nqueens", 8, "--pool", "deque")
+    assert out.returncode == 2 and "--pool applies to depthbounded and budget" in out.stderr

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 import yewpy
 
-COORDINATIONS = [("seq", {}), ("depthbounded", {"spawn_depth": 1}), ("depthbounded", {"spawn_depth": 3}),
+COORDINATIONS = [("seq", {}), ("stacksteal", {}), ("stacksteal", {"chunked": True}),
+                 ("depthbounded", {"spawn_depth": 1}), ("depthbounded", {"spawn_depth": 3}),
                  ("budget", {"backtracks": 1}), ("budget", {"backtracks": 4, "spawn_all": True}),
                  ("budget", {"backtracks": 2, "pool": "deque"})]
 
@@ -214,8 +215,8 @@ def test_unknown_coordination_and_parameters_are_refused():
         tree.search("nonsense")
     with pytest.raises(TypeError, match="backtracks"):
         tree.search("depthbounded", backtracks=3)
-    with pytest.raises(NotImplementedError, match="stacksteal"):
-        tree.search("stacksteal")
+    with pytest.raises(NotImplementedError, match="ordered"):
+        tree.search("ordered")
     assert tree.search(yewpy.Budget(backtracks=1)).value == 2
     with pytest.warns(UserWarning, match="no parallelism"):
         yewpy.DepthBounded(spawn_depth=0)

@@ -3,6 +3,7 @@
 import json
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -92,3 +93,68 @@ def test_an_exception_on_one_rank_ends_every_rank(ranks, tmp_path):
     out = run_ranks(ranks, [sys.executable, str(script), "boom"], timeout=60)
     assert out.returncode != 0
     assert "planted failure" in out.stderr and "Traceback" in out.stderr
+
+
+def _matrix(ranks, instances, tmp_path, seed=11):
+    script = Path(__file__).with_name("mpi_matrix.py")
+    out = run_ranks(ranks, [sys.executable, str(script), str(instances), str(seed)], timeout=600,
+                    cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    results = [json.loads((tmp_path / f"matrix.{r}.json").read_text()) for r in range(ranks)]
+    assert all(r == results[0] for r in results)       # every rank returns the same answer
+    return results[0]
+
+
+@pytest.fixture(scope="module")
+def sequential_matrix(instances, tmp_path_factory):
+    """The same matrix on one process without MPI: the reference answers."""
+    import mpi_matrix
+
+    folder = tmp_path_factory.mktemp("seq")
+    cwd = Path.cwd()
+    try:
+        import os
+
+        os.chdir(folder)
+        mpi_matrix.main(str(instances), 11)
+    finally:
+        os.chdir(cwd)
+    return json.loads((folder / "matrix.0.json").read_text())
+
+
+@pytest.mark.parametrize("ranks", RANKS)
+def test_every_kind_and_coordination_on_ranks(ranks, instances, tmp_path, sequential_matrix):
+    matrix = _matrix(ranks, instances, tmp_path)
+    assert matrix.keys() == sequential_matrix.keys()
+    for key, expected in sequential_matrix.items():     # enumeration node counts included
+        assert matrix[key] == expected, key
+    assert sequential_matrix['seq{} nqueens'] == [724, 35539]
+    assert sequential_matrix['seq{} clique'] == 17 and sequential_matrix['seq{} knapsack'] == 6925
+    assert sequential_matrix['seq{} clique17'] == [True, True]
+    assert sequential_matrix['seq{} clique18'] is False
+
+
+RANK_FAILS = textwrap.dedent("""
+    import os
+    import yewpy
+
+    class Wide(yewpy.Enumeration):
+        def root(self):
+            return 0
+        def children(self, node):
+            if node >= 1 and os.environ.get("PMI_RANK") == "1":
+                raise ValueError("planted on rank 1")
+            if node < 6:
+                for _ in range(6):
+                    yield node + 1
+
+    Wide().search("stacksteal")
+""")
+
+
+def test_an_exception_on_a_thief_rank_ends_rank_0(tmp_path):
+    script = tmp_path / "wide.py"
+    script.write_text(RANK_FAILS)
+    out = run_ranks(2, [sys.executable, str(script)], timeout=60)
+    assert out.returncode != 0
+    assert "rank 1 of 2 failed" in out.stderr and "planted on rank 1" in out.stderr

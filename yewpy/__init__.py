@@ -10,11 +10,11 @@ from yewpy.errors import InputError
 from yewpy.kinds import Decision, Enumeration, Optimisation
 from yewpy.result import Result
 from yewpy.search import search
-from yewpy.skeletons import Budget, DepthBounded, Sequential
+from yewpy.skeletons import Budget, DepthBounded, Sequential, StackStealing
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Budget", "Decision", "DecisionCore", "DepthBounded", "Enumeration", "EnumerationCore",
-    "InputError", "Optimisation", "OptimisationCore", "Result", "Sequential", "search",
+    "InputError", "Optimisation", "OptimisationCore", "Result", "Sequential", "StackStealing", "search",
 ]

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from typing import Any
 
 from yewpy.apps import APPS
-from yewpy.errors import InputError
+from yewpy.errors import InputError, UsageError
 from yewpy.result import Result
 
 
@@ -47,13 +48,19 @@ def search_params(args: argparse.Namespace) -> dict:
     if args.skeleton == "depthbounded":
         params["spawn_depth"] = args.spawn_depth or 0
     elif args.spawn_depth is not None:
-        raise SystemExit(f"yewpy: error: -d/--spawn-depth applies to depthbounded, not {args.skeleton}")
+        raise UsageError(f"-d/--spawn-depth applies to depthbounded, not {args.skeleton}")
     if args.skeleton == "budget":
         params["backtracks"] = args.backtrack_budget or 100_000
         params["spawn_all"] = args.spawn_all
     elif args.backtrack_budget is not None or args.spawn_all:
-        raise SystemExit(f"yewpy: error: -b/--spawn-all apply to budget, not {args.skeleton}")
+        raise UsageError(f"-b/--spawn-all apply to budget, not {args.skeleton}")
+    if args.skeleton == "stacksteal":
+        params["chunked"] = args.chunked
+    elif args.chunked:
+        raise UsageError(f"--chunked applies to stacksteal, not {args.skeleton}")
     if args.pool is not None:
+        if args.skeleton not in ("depthbounded", "budget"):
+            raise UsageError(f"--pool applies to depthbounded and budget, not {args.skeleton}")
         params["pool"] = args.pool
     if args.time_limit is not None:
         params["time_limit"] = args.time_limit
@@ -75,20 +82,20 @@ def report(app: str, args: argparse.Namespace, result: Result, lines: list[str])
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.decision is not None and args.app != "maxclique":
-        raise SystemExit(f"yewpy: error: --decision applies to maxclique, not {args.app}")
     module = importlib.import_module(f"yewpy.apps.{args.app}")
     try:
+        if args.decision is not None and args.app != "maxclique":
+            raise UsageError(f"--decision applies to maxclique, not {args.app}")
         result, lines = module.solve(args, **search_params(args))
-    except InputError as exc:
-        print(f"yewpy: error: {exc}", file=sys.stderr)
-        return 2
-    except NotImplementedError as exc:
+    except (InputError, UsageError, NotImplementedError) as exc:
         print(f"yewpy: error: {exc}", file=sys.stderr)
         return 2
     from yewpy.ranks import world
 
     comm = world()
     if comm is None or comm.Get_rank() == 0:
-        print(report(args.app, args, result, lines), flush=True)
+        try:
+            print(report(args.app, args, result, lines), flush=True)
+        except BrokenPipeError:                 # `yewpy ... | head`: the reader left early
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0

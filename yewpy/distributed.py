@@ -1,148 +1,236 @@
-"""Spread one search over the ranks of an MPI job (static frontier split, shared incumbents).
+"""Work stealing over MPI: every rank searches, idle ranks steal, termination is exact.
 
-Every rank expands the same top of the tree to a frontier of at least ``TASKS_PER_RANK`` tasks
-per rank, takes every size-th task, and searches them with the chosen coordination.  Improved
-incumbents are sent to every rank, a decision witness stops every rank, and the summaries
-are gathered on every rank at the end.  Work stealing between ranks replaces the static
-split in a later runtime; the engine contract (split / start) is already what it needs.
+Rank 0 starts from the root; every other rank starts idle and steals.  A victim answers
+from its pool (the shallowest task, or that whole depth when chunked) or else splits its
+engine's shallowest open frame (one child, or the whole level when chunked).  Improved
+incumbents go to every rank; a decision witness, a limit or detected termination ends the
+search everywhere with one STOP message.  Termination is detected with Safra's token
+algorithm, counting the messages that carry work.  All sends are synchronous-mode and
+non-blocking (``issend``), and the final non-blocking barrier runs only once a rank's own
+sends are matched, so no message is left in flight when the job ends.
 """
 
 from __future__ import annotations
 
 import pickle
+import random
 import sys
 import time
 import traceback
 from typing import Any
 
-from yewpy._engine import ENUMERATION, Core, Engine
+from yewpy._engine import Core, Engine
 from yewpy.search import build_result, counters_of, summary
 
-TASKS_PER_RANK = 8
-SLICE_NODES = 20_000          # nodes between two polls of the network
-TAG_INCUMBENT, TAG_STOP = 11, 12
+SLICE_SECONDS = 0.001               # search between two looks at the network
+IDLE_SLEEP = 200e-6                 # an idle rank's nap between looks (yields an oversubscribed core)
+BACKOFF_START, BACKOFF_CAP = 100e-6, 0.05   # after a failed steal, wait, doubling up to the cap
+STEAL, WORK, NOWORK, INCUMBENT, TOKEN, STOP = range(1, 7)
 
 
 def _use_cloudpickle(MPI: Any) -> None:
-    """Let nodes and witnesses of user classes defined in __main__ or closures travel."""
+    """Let nodes and witnesses of user classes defined in __main__ or in closures travel."""
     import cloudpickle
 
     MPI.pickle.__init__(cloudpickle.dumps, pickle.loads)
 
 
-def frontier(core: Core, options: dict, ranks: int) -> tuple[Engine, list, dict]:
-    """Expand the top of the tree breadth-first until there are enough tasks for ``ranks``.
+class Runtime:
+    """One rank's side of the search: serves thieves, steals when idle, detects termination."""
 
-    Also returns the core's counters from before the expansion that was kept.
-    """
-    top_options = {k: v for k, v in options.items() if k not in ("spawn_depth", "backtrack_budget")}
-    depth = 1
-    while True:
-        before = counters_of(core)
-        engine = Engine(core, spawn_depth=depth, **top_options)
-        engine.start_root()
-        engine.run(-1)
-        tasks = []
-        pending = list(engine.spawned)
-        engine.spawned.clear()
-        while pending:
-            task = pending.pop(0)
-            if task[0] < depth:
-                engine.start(task)
-                engine.run(-1)
-                pending[:0] = engine.spawned
-                engine.spawned.clear()
-            else:
-                tasks.append(task)
-        if engine.found or len(tasks) >= TASKS_PER_RANK * ranks or not tasks or depth >= 8:
-            return engine, tasks, before
-        engine.take_value()                    # this attempt is discarded: start again deeper
-        depth += 1
+    def __init__(self, comm: Any, chunked: bool) -> None:
+        from mpi4py import MPI
 
-
-class _Exchange:
-    """Non-blocking sends of incumbents and stop signals, and their receipt between slices."""
-
-    def __init__(self, comm: Any) -> None:
+        self.MPI = MPI
         self.comm = comm
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self.chunked = chunked
         self.requests: list = []
         self.seen_version = 0
-        self.stopped = False
+        self.stop_reason: str | None = None
+        self.rng = random.Random(self.rank * 7919 + 1)
+        self.last_victim: int | None = None
+        self.waiting = False                # a steal request of ours is unanswered
+        self.backoff = BACKOFF_START
+        self.next_try = 0.0
+        # Safra's algorithm: work messages sent minus received, colour, and the token if held.
+        self.count = 0
+        self.black = False
+        self.token: tuple[int, bool] | None = None
+        self.token_out = False
+        self.stats = {"steals_sent": 0, "steals_won": 0, "tasks_received": 0, "tasks_given": 0,
+                      "steals_served": 0, "messages_sent": 0, "idle_seconds": 0.0}
 
-    def broadcast(self, tag: int, payload: Any) -> None:
+    # -- sending -------------------------------------------------------------------------
+
+    def send(self, dest: int, tag: int, payload: Any = None) -> None:
+        self.requests.append(self.comm.issend(payload, dest=dest, tag=tag))
+        self.stats["messages_sent"] += 1
+
+    def broadcast(self, tag: int, payload: Any = None) -> None:
         for other in range(self.size):
             if other != self.rank:
-                self.requests.append(self.comm.issend(payload, dest=other, tag=tag))
+                self.send(other, tag, payload)
 
-    def receive(self, engine: Engine | None) -> None:
-        from mpi4py import MPI
+    def stop_everyone(self, reason: str) -> None:
+        if self.stop_reason is None:
+            self.stop_reason = reason
+            self.broadcast(STOP, reason)
 
-        status = MPI.Status()
-        while self.comm.iprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status):
-            payload = self.comm.recv(source=status.Get_source(), tag=status.Get_tag())
-            if status.Get_tag() == TAG_INCUMBENT and engine is not None:
-                engine.offer(payload)
-            elif status.Get_tag() == TAG_STOP:
-                self.stopped = True
+    # -- receiving -----------------------------------------------------------------------
 
-    def poll(self, engine: Engine, pool: Any) -> bool:
+    def handle(self, engine: Engine, pool: Any, busy: bool, source: int, tag: int, payload: Any) -> None:
+        """Act on one message.  Only a busy rank gives work: an idle one would hand straight
+        back a task it has just stolen, and two idle ranks could pass it to and fro forever."""
+        if tag == STEAL:
+            if self.stop_reason is not None:
+                return                          # the thief hears STOP too; a reply could outlive us
+            tasks = self.give(engine, pool) if busy else []
+            if tasks:
+                self.count += 1
+                self.stats["tasks_given"] += len(tasks)
+                self.stats["steals_served"] += 1
+                self.send(source, WORK, tasks)
+            else:
+                self.send(source, NOWORK)
+        elif tag == WORK:
+            self.count -= 1
+            self.black = True
+            self.waiting = False
+            if self.stop_reason is None:
+                pool.extend(payload)
+                self.stats["tasks_received"] += len(payload)
+                self.stats["steals_won"] += 1
+                self.last_victim = source
+                self.backoff = BACKOFF_START
+        elif tag == NOWORK:
+            self.waiting = False
+            self.last_victim = None
+            self.next_try = time.perf_counter() + self.backoff
+            self.backoff = min(2 * self.backoff, BACKOFF_CAP)
+        elif tag == INCUMBENT:
+            engine.offer(payload)
+        elif tag == TOKEN:
+            self.token = payload
+        elif tag == STOP:
+            if self.stop_reason is None:
+                self.stop_reason = payload
+
+    def give(self, engine: Engine, pool: Any) -> list:
+        """Work for a thief: from the pool first, else the shallowest open frame of the engine."""
+        if pool is not None and len(pool):
+            return pool.steal(self.chunked)
+        if engine.active:
+            return engine.split(self.chunked)
+        return []
+
+    def receive_all(self, engine: Engine, pool: Any, busy: bool) -> None:
+        status = self.MPI.Status()
+        while self.comm.iprobe(source=self.MPI.ANY_SOURCE, tag=self.MPI.ANY_TAG, status=status):
+            source, tag = status.Get_source(), status.Get_tag()
+            self.handle(engine, pool, busy, source, tag, self.comm.recv(source=source, tag=tag))
+            if not busy and pool is not None and len(pool):
+                break                           # work arrived: go and do it
+        self.requests = [r for r in self.requests if not r.Test()]
+
+    # -- the two hooks the coordination's drive loop calls -------------------------------
+
+    def share_incumbent(self, engine: Engine) -> None:
         if engine.incumbent_version != self.seen_version:
             self.seen_version = engine.incumbent_version
-            self.broadcast(TAG_INCUMBENT, engine.incumbent)
-        if engine.found and not self.stopped:
-            self.stopped = True
-            self.broadcast(TAG_STOP, None)
-        self.receive(engine)
-        self.requests = [r for r in self.requests if not r.Test()]
-        return not self.stopped
+            self.broadcast(INCUMBENT, engine.incumbent)
+
+    def poll(self, engine: Engine, pool: Any) -> bool:
+        """Between slices: publish a better incumbent, serve thieves, read news; False: stop."""
+        self.share_incumbent(engine)
+        self.receive_all(engine, pool, busy=True)
+        if engine.found:
+            self.stop_everyone("found")
+        return self.stop_reason is None
+
+    def idle(self, engine: Engine, pool: Any) -> bool:
+        """Steal until work arrives (True) or the search is over everywhere (False)."""
+        started = time.perf_counter()
+        try:
+            return self._idle(engine, pool)
+        finally:
+            self.stats["idle_seconds"] += time.perf_counter() - started
+
+    def _idle(self, engine: Engine, pool: Any) -> bool:
+        self.share_incumbent(engine)
+        while True:
+            self.receive_all(engine, pool, busy=False)
+            if self.stop_reason is not None:
+                return False
+            if len(pool):
+                return True
+            self.pass_token()
+            if self.stop_reason is not None:
+                return False
+            if not self.waiting and time.perf_counter() >= self.next_try:
+                victim = self.last_victim        # the last rank that gave work, else a random one
+                if victim is None:
+                    victim = self.rng.randrange(self.size - 1)
+                    victim += victim >= self.rank
+                self.waiting = True
+                self.stats["steals_sent"] += 1
+                self.send(victim, STEAL)
+            time.sleep(IDLE_SLEEP)
+
+    def pass_token(self) -> None:
+        """Safra's token, handled only while this rank is passive (it is: it is idle)."""
+        if self.rank == 0:
+            if self.token is not None:
+                total, black = self.token
+                self.token = None
+                self.token_out = False
+                if not black and not self.black and total + self.count == 0:
+                    self.stop_everyone("done")
+                    return
+            if not self.token_out:
+                self.black = False
+                self.token_out = True
+                self.send(1, TOKEN, (0, False))
+        elif self.token is not None:
+            total, black = self.token
+            self.token = None
+            self.send((self.rank + 1) % self.size, TOKEN, (total + self.count, black or self.black))
+            self.black = False
 
     def finish(self, engine: Engine) -> None:
-        """Deliver every pending message, then wait for all ranks (non-blocking consensus)."""
-        from mpi4py import MPI
-
+        """Deliver every message this rank sent, then wait until every rank has done the same."""
         while self.requests:
-            self.receive(engine)
-            self.requests = [r for r in self.requests if not r.Test()]
+            self.receive_all(engine, None, busy=False)
         barrier = self.comm.Ibarrier()
         while not barrier.Test():
-            self.receive(engine)
-            time.sleep(0.0005)
-        del MPI
+            self.receive_all(engine, None, busy=False)
+            time.sleep(50e-6)
 
 
 def run_distributed(problem: Any, core: Core, coord: Any, options: dict, comm: Any, start: float,
                     initial: tuple) -> Any:
-    """Search on every rank of ``comm``; each rank returns the same merged Result."""
+    """Search on every rank of ``comm``; every rank returns the same merged Result."""
     from mpi4py import MPI
 
     _use_cloudpickle(MPI)
     rank, size = comm.Get_rank(), comm.Get_size()
+    runtime = Runtime(comm, chunked=bool(getattr(coord, "chunked", False)))
     try:
-        top, tasks, before = frontier(core, options, size)
-        top_part = summary(top, "found" if top.found else "done")
-        top_counters = counters_of(core)
-        if rank != 0:
-            top_part = None                    # every rank expanded the same top: count it once
-        main_options = dict(options)
-        if top.incumbent is not None and core.kind != ENUMERATION:
-            main_options["initial_bound"] = top.incumbent
-        engine = Engine(core, **main_options)
-        exchange = _Exchange(comm)
-        status = "found" if top.found else coord.drive(engine, tasks[rank::size], poll=exchange.poll,
-                                                       slice_nodes=SLICE_NODES)
-        if status == "stopped":
-            status = "done"
-        if engine.found:
-            exchange.poll(engine, None)
-        exchange.finish(engine)
+        engine = Engine(core, **options)
+        status = coord.drive(engine, None if rank == 0 else [], poll=runtime.poll, idle=runtime.idle,
+                             slice_seconds=SLICE_SECONDS)
+        if status in ("found", "time_limit", "node_limit"):
+            runtime.stop_everyone(status)
+        runtime.finish(engine)
         part = summary(engine, status)
-        skip = top_counters if rank != 0 else before     # the frontier is counted on rank 0 only
-        part["counters"] = {k: v - skip.get(k, 0) for k, v in counters_of(core).items()}
+        part["counters"] = counters_of(core)
+        part["runtime"] = runtime.stats
     except BaseException:
         sys.stderr.write(f"yewpy: rank {rank} of {size} failed:\n{traceback.format_exc()}")
         sys.stderr.flush()
         comm.Abort(1)
         raise
-    parts = [p for pair in comm.allgather((top_part, part)) for p in pair if p is not None]
-    return build_result(problem, core, parts, time.perf_counter() - start, initial, ranks=size)
+    parts = comm.allgather(part)
+    result = build_result(problem, core, parts, time.perf_counter() - start, initial, ranks=size)
+    result.metrics["per_rank"] = [{"nodes": p["nodes"], **p["runtime"]} for p in parts]
+    return result

@@ -1,4 +1,4 @@
-"""The one error a user's input can raise: it names the file and the line."""
+"""The errors a user's input can raise: a bad file (named with its line), or bad arguments."""
 
 from __future__ import annotations
 
@@ -10,3 +10,7 @@ class InputError(ValueError):
         self.path, self.line, self.message = str(path), line, message
         where = self.path if line is None else f"{self.path}:{line}"
         super().__init__(f"{where}: {message}")
+
+
+class UsageError(ValueError):
+    """Arguments that do not fit together (the CLI prints it on one line and exits 2)."""

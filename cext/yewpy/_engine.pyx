@@ -236,6 +236,7 @@ cdef class Engine:
     cdef long long node_limit
     cdef public double deadline
     cdef readonly long long incumbent_version
+    cdef unsigned int tick                  # nodes since the clock was last read, across runs
     cdef long long* m_nodes
     cdef long long* m_backtracks
     cdef long long* m_prunes
@@ -394,7 +395,6 @@ cdef class Engine:
         cdef int top, c, a, r, outcome
         cdef long long left = slice_nodes
         cdef bint budget_hit
-        cdef unsigned int tick = 0
         cdef double now, slice_end = _now() + slice_seconds if slice_seconds > 0 else 0
         while self.top >= 0:
             top = self.top
@@ -432,8 +432,8 @@ cdef class Engine:
                 return FOUND
             if self.node_limit >= 0 and self.nodes >= self.node_limit:
                 return NODE_LIMIT
-            tick += 1
-            if (tick & 63) == 0 and (self.deadline > 0 or slice_end > 0):
+            self.tick += 1
+            if (self.tick & 63) == 0 and (self.deadline > 0 or slice_end > 0):
                 now = _now()
                 if self.deadline > 0 and now >= self.deadline:
                     return TIME_LIMIT

@@ -1,0 +1,77 @@
+"""Run under mpiexec by test_mpi.py: every kind x coordination on this job's ranks.
+
+Writes ``matrix.<rank>.json``: for each case the answer and node count every rank got.
+"""
+
+import json
+import os
+import random
+import sys
+
+import yewpy
+from yewpy.apps.knapsack import Knapsack, read_knapsack
+from yewpy.apps.knapsack_python import KnapsackPy
+from yewpy.apps.maxclique import MaxClique
+from yewpy.apps.nqueens import NQueens
+
+COORDINATIONS = [("seq", {}), ("stacksteal", {}), ("stacksteal", {"chunked": True}),
+                 ("depthbounded", {"spawn_depth": 2}), ("budget", {"backtracks": 100}),
+                 ("budget", {"backtracks": 20, "spawn_all": True, "pool": "deque"})]
+
+
+class Tree(yewpy.Enumeration):
+    """A random tree given as a child list per node, with a per-depth histogram as the value."""
+
+    zero = ()
+
+    def __init__(self, shape):
+        self.shape = shape
+
+    def root(self):
+        return (0, 0)
+
+    def children(self, node):
+        return ((c, node[1] + 1) for c in self.shape.get(node[0], ()))
+
+    def value(self, node):
+        return ((node[1], 1),)
+
+    def combine(self, a, b):
+        merged = dict(a)
+        for depth, count in b:
+            merged[depth] = merged.get(depth, 0) + count
+        return tuple(sorted(merged.items()))
+
+
+def random_shape(rng, n):
+    shape = {}
+    for child in range(1, n):
+        shape.setdefault(rng.randrange(child), []).append(child)
+    return shape
+
+
+def main(shared, seed):
+    graph = MaxClique.from_file(f"{shared}/clique/brock200_4.clq")
+    kp = read_knapsack(f"{shared}/knapsack/yewpar_kp/knapsackTest1.kp")
+    rng = random.Random(seed)
+    shapes = [random_shape(rng, rng.randrange(1, 400)) for _ in range(5)]
+    out = {}
+    for name, params in COORDINATIONS:
+        key = f"{name}{json.dumps(params, sort_keys=True)}"
+        queens = NQueens(10).search(name, **params)
+        out[key + " nqueens"] = [queens.value, queens.nodes]
+        out[key + " trees"] = [[list(map(list, t.value)), t.nodes]
+                               for t in (Tree(s).search(name, max_depth=9, **params) for s in shapes)]
+        out[key + " clique"] = graph.search(name, **params).objective
+        yes = graph.search(name, decision=17, **params)
+        out[key + " clique17"] = [yes.found, graph.is_clique(yes.solution)]
+        out[key + " clique18"] = graph.search(name, decision=18, **params).found
+        out[key + " knapsack"] = Knapsack.from_instance(kp).search(name, **params).objective
+        python_kp = KnapsackPy(kp.profits, kp.weights, kp.capacity)
+        out[key + " knapsack_py"] = python_kp.search(name, **params).objective
+    with open(f"matrix.{os.environ.get('PMI_RANK', '0')}.json", "w") as f:
+        json.dump(out, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]))
