@@ -27,6 +27,9 @@ class Coordination:
         """Keyword arguments for :class:`yewpy._engine.Engine`."""
         return {}
 
+    def check(self, kind: int) -> None:
+        """Raise :class:`yewpy.errors.UsageError` if this coordination cannot run that kind."""
+
     def make_pool(self) -> Any:
         return POOLS["depthpool"]()
 
@@ -140,26 +143,27 @@ class StackStealing(Coordination):
     name = "stacksteal"
 
 
-_BY_NAME = {"seq": Sequential, "sequential": Sequential, "depthbounded": DepthBounded, "budget": Budget,
-            "stacksteal": StackStealing}
-_LATER = ("ordered",)
+def _by_name() -> dict:
+    from .ordered import Ordered
+
+    return {"seq": Sequential, "sequential": Sequential, "depthbounded": DepthBounded, "budget": Budget,
+            "stacksteal": StackStealing, "ordered": Ordered}
 
 
 def coordination(spec: Any = "seq", **params: Any) -> Coordination:
-    """A coordination from a name (``"seq"``, ``"depthbounded"``, ``"budget"``, ``"stacksteal"``)
-    or an object.  ``params`` (``spawn_depth``, ``backtracks``, ``spawn_all``, ``pool``,
-    ``chunked``) apply to a name.
+    """A coordination from a name (``"seq"``, ``"depthbounded"``, ``"budget"``, ``"stacksteal"``,
+    ``"ordered"``) or an object.  ``params`` (``spawn_depth``, ``backtracks``, ``spawn_all``,
+    ``pool``, ``chunked``, ``discrepancy``) apply to a name.
     """
     if isinstance(spec, Coordination):
         if params:
             raise TypeError(f"unexpected parameters for {spec!r}: {sorted(params)}")
         return spec
-    if spec in _LATER:
-        raise NotImplementedError(f"coordination {spec!r} is not available yet")
-    if spec not in _BY_NAME:
-        names = sorted(set(_BY_NAME) - {"sequential"})
+    by_name = _by_name()
+    if spec not in by_name:
+        names = sorted(set(by_name) - {"sequential"})
         raise ValueError(f"unknown coordination {spec!r}; choose one of {names}")
-    cls = _BY_NAME[spec]
+    cls = by_name[spec]
     known = set(cls.__dataclass_fields__)
     unknown = set(params) - known
     if unknown:

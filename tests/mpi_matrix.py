@@ -17,6 +17,7 @@ from yewpy.apps.nqueens import NQueens
 COORDINATIONS = [("seq", {}), ("stacksteal", {}), ("stacksteal", {"chunked": True}),
                  ("depthbounded", {"spawn_depth": 2}), ("budget", {"backtracks": 100}),
                  ("budget", {"backtracks": 20, "spawn_all": True, "pool": "deque"})]
+ORDERED = [("ordered", {"spawn_depth": 1}), ("ordered", {"spawn_depth": 2, "discrepancy": True})]
 
 
 class Tree(yewpy.Enumeration):
@@ -56,12 +57,17 @@ def main(shared, seed):
     rng = random.Random(seed)
     shapes = [random_shape(rng, rng.randrange(1, 400)) for _ in range(5)]
     out = {}
-    for name, params in COORDINATIONS:
+    for name, params in COORDINATIONS + ORDERED:
         key = f"{name}{json.dumps(params, sort_keys=True)}"
-        queens = NQueens(10).search(name, **params)
-        out[key + " nqueens"] = [queens.value, queens.nodes]
-        out[key + " trees"] = [[list(map(list, t.value)), t.nodes]
-                               for t in (Tree(s).search(name, max_depth=9, **params) for s in shapes)]
+        if name == "ordered":                   # replicable: the same node counts run after run
+            twice = [graph.search(name, **params).nodes for _ in range(2)]
+            twice += [Knapsack.from_instance(kp).search(name, **params).nodes for _ in range(2)]
+            out[key + " replicable"] = twice[0] == twice[1] and twice[2] == twice[3]
+        else:
+            queens = NQueens(10).search(name, **params)
+            out[key + " nqueens"] = [queens.value, queens.nodes]
+            out[key + " trees"] = [[list(map(list, t.value)), t.nodes]
+                                   for t in (Tree(s).search(name, max_depth=9, **params) for s in shapes)]
         out[key + " clique"] = graph.search(name, **params).objective
         yes = graph.search(name, decision=17, **params)
         out[key + " clique17"] = [yes.found, graph.is_clique(yes.solution)]

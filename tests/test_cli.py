@@ -85,6 +85,6 @@ def test_usage_errors_exit_2():
     assert run("nqueens").returncode == 2
     assert run("nqueens", 8, "-b", 5).returncode != 0          # -b belongs to budget
     out = run("nqueens", 8, "--skeleton", "ordered")
-    assert out.returncode == 2 and "not available yet" in out.stderr
+    assert out.returncode == 2 and "ordered is for decision and optimisation" in out.stderr
     out = run("nqueens", 8, "--pool", "deque")
     assert out.returncode == 2 and "--pool applies to depthbounded and budget" in out.stderr

@@ -123,9 +123,12 @@ def _best_subset(items, limit, sense):
     return best
 
 
+ORDERED = [("ordered", {"spawn_depth": 1}), ("ordered", {"spawn_depth": 2, "discrepancy": True})]
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(-20, 20), st.integers(0, 9)), max_size=8), st.integers(0, 30),
-       st.sampled_from(["max", "min"]), st.sampled_from(COORDINATIONS))
+       st.sampled_from(["max", "min"]), st.sampled_from(COORDINATIONS + ORDERED))
 def test_optimisation_both_senses_against_brute_force(items, limit, sense, coordination):
     best = _best_subset(items, limit, sense)
     result = Subsets(items, limit, sense).search(coordination[0], **coordination[1])
@@ -170,7 +173,7 @@ class Reach(yewpy.Decision):
         return 11 if node < 10 else node
 
 
-@pytest.mark.parametrize("coordination,params", COORDINATIONS)
+@pytest.mark.parametrize("coordination,params", COORDINATIONS + ORDERED)
 def test_decision_found_and_not_found(coordination, params):
     found = Reach().search(coordination, target=11, **params)
     assert found.found and found.solution >= 11 and found.status == "found"
@@ -215,7 +218,7 @@ def test_unknown_coordination_and_parameters_are_refused():
         tree.search("nonsense")
     with pytest.raises(TypeError, match="backtracks"):
         tree.search("depthbounded", backtracks=3)
-    with pytest.raises(NotImplementedError, match="ordered"):
+    with pytest.raises(yewpy.UsageError, match="ordered is for decision and optimisation"):
         tree.search("ordered")
     assert tree.search(yewpy.Budget(backtracks=1)).value == 2
     with pytest.warns(UserWarning, match="no parallelism"):
@@ -226,3 +229,12 @@ def test_result_is_picklable_and_serialisable():
     result = Tree({0: [1, 2]}).search()
     assert pickle.loads(pickle.dumps(result)) == result
     assert result.to_dict()["value"] == 3
+
+
+@pytest.mark.parametrize("discrepancy", [False, True])
+def test_ordered_is_replicable_and_follows_its_priority(discrepancy):
+    items = [(7, 3), (5, 2), (4, 2), (3, 1), (6, 4), (2, 1), (8, 5)]
+    runs = [Subsets(items, 9).search("ordered", spawn_depth=2, discrepancy=discrepancy) for _ in range(3)]
+    assert {(r.objective, r.nodes, tuple(r.metrics["nodes"])) for r in runs} == {
+        (runs[0].objective, runs[0].nodes, tuple(runs[0].metrics["nodes"]))}
+    assert runs[0].objective == _best_subset(items, 9, "max")

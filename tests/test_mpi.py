@@ -128,6 +128,8 @@ def test_every_kind_and_coordination_on_ranks(ranks, instances, tmp_path, sequen
     assert matrix.keys() == sequential_matrix.keys()
     for key, expected in sequential_matrix.items():     # enumeration node counts included
         assert matrix[key] == expected, key
+    replicable = [key for key in matrix if key.endswith("replicable")]
+    assert len(replicable) == 2 and all(matrix[key] is True for key in replicable)
     assert sequential_matrix['seq{} nqueens'] == [724, 35539]
     assert sequential_matrix['seq{} clique'] == 17 and sequential_matrix['seq{} knapsack'] == 6925
     assert sequential_matrix['seq{} clique17'] == [True, True]

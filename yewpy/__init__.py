@@ -6,15 +6,16 @@ compiled counterparts ``EnumerationCore``, ``DecisionCore``, ``OptimisationCore`
 """
 
 from yewpy._engine import DecisionCore, EnumerationCore, OptimisationCore
-from yewpy.errors import InputError
+from yewpy.errors import InputError, UsageError
 from yewpy.kinds import Decision, Enumeration, Optimisation
 from yewpy.result import Result
 from yewpy.search import search
-from yewpy.skeletons import Budget, DepthBounded, Sequential, StackStealing
+from yewpy.skeletons import Budget, DepthBounded, Ordered, Sequential, StackStealing
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Budget", "Decision", "DecisionCore", "DepthBounded", "Enumeration", "EnumerationCore",
-    "InputError", "Optimisation", "OptimisationCore", "Result", "Sequential", "StackStealing", "search",
+    "InputError", "Optimisation", "OptimisationCore", "Ordered", "Result", "Sequential", "StackStealing",
+    "UsageError", "search",
 ]

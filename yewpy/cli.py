@@ -19,11 +19,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--skeleton", default="seq",
                    choices=["seq", "depthbounded", "budget", "stacksteal", "ordered"],
                    help="coordination (default: seq)")
-    g.add_argument("-d", "--spawn-depth", type=int, default=None, help="depthbounded: spawn depth")
+    g.add_argument("-d", "--spawn-depth", type=int, default=None, help="depthbounded, ordered: spawn depth")
     g.add_argument("-b", "--backtrack-budget", type=int, default=None, help="budget: backtracks per task")
     g.add_argument("--spawn-all", action="store_true", help="budget: offload every open level")
     g.add_argument("--pool", "--poolType", dest="pool", choices=["depthpool", "deque"], default=None)
     g.add_argument("--chunked", action="store_true", help="stacksteal: steal a whole level")
+    g.add_argument("--discrepancy", "--discrepancyOrder", dest="discrepancy", action="store_true",
+                   help="ordered: priority by discrepancy count instead of left-to-right index")
     g.add_argument("--decision", type=int, default=None, metavar="K", help="decision search for target K")
     g.add_argument("--time-limit", type=float, default=None, metavar="S", help="stop after S seconds")
     g.add_argument("--node-limit", type=int, default=None, metavar="N", help="stop after N nodes")
@@ -47,8 +49,13 @@ def search_params(args: argparse.Namespace) -> dict:
     params: dict[str, Any] = {"coordination": args.skeleton}
     if args.skeleton == "depthbounded":
         params["spawn_depth"] = args.spawn_depth or 0
+    elif args.skeleton == "ordered":
+        params["spawn_depth"] = 1 if args.spawn_depth is None else args.spawn_depth
+        params["discrepancy"] = args.discrepancy
     elif args.spawn_depth is not None:
-        raise UsageError(f"-d/--spawn-depth applies to depthbounded, not {args.skeleton}")
+        raise UsageError(f"-d/--spawn-depth applies to depthbounded and ordered, not {args.skeleton}")
+    if args.discrepancy and args.skeleton != "ordered":
+        raise UsageError(f"--discrepancy applies to ordered, not {args.skeleton}")
     if args.skeleton == "budget":
         params["backtracks"] = args.backtrack_budget or 100_000
         params["spawn_all"] = args.spawn_all

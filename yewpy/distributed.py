@@ -21,6 +21,7 @@ from typing import Any
 
 from yewpy._engine import Core, Engine
 from yewpy.search import build_result, counters_of, summary
+from yewpy.skeletons import Coordination, Ordered
 
 SLICE_SECONDS = 0.001               # search between two looks at the network
 IDLE_SLEEP = 200e-6                 # an idle rank's nap between looks (yields an oversubscribed core)
@@ -207,6 +208,29 @@ class Runtime:
             time.sleep(50e-6)
 
 
+def run_ordered(coord: Any, engine: Engine, comm: Any) -> str:
+    """Ordered on several ranks: rank 0's frontier, then rounds of one task per rank, with the
+    incumbent agreed between rounds, so nothing depends on timing."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    tasks, stop = coord.frontier(engine) if rank == 0 else (None, None)
+    tasks, stop, incumbent = comm.bcast((tasks, stop, engine.incumbent), root=0)
+    if stop is not None:
+        return stop if rank == 0 else "stopped"
+    if incumbent is not None:
+        engine.offer(incumbent)
+    sign = engine.core.sign
+    for first in range(0, len(tasks), size):
+        mine = first + rank
+        status = Coordination.drive(coord, engine, [tasks[mine]]) if mine < len(tasks) else "done"
+        shared = comm.allgather((engine.incumbent, status))
+        known = [value for value, _ in shared if value is not None]
+        if known:
+            engine.offer(max(known, key=lambda value: sign * value))
+        if any(s != "done" for _, s in shared):
+            return status
+    return "done"
+
+
 def run_distributed(problem: Any, core: Core, coord: Any, options: dict, comm: Any, start: float,
                     initial: tuple) -> Any:
     """Search on every rank of ``comm``; every rank returns the same merged Result."""
@@ -217,8 +241,12 @@ def run_distributed(problem: Any, core: Core, coord: Any, options: dict, comm: A
     runtime = Runtime(comm, chunked=bool(getattr(coord, "chunked", False)))
     try:
         engine = Engine(core, **options)
-        status = coord.drive(engine, None if rank == 0 else [], poll=runtime.poll, idle=runtime.idle,
-                             slice_seconds=SLICE_SECONDS)
+        if isinstance(coord, Ordered):
+            status = run_ordered(coord, engine, comm)
+            runtime.stop_reason = status
+        else:
+            status = coord.drive(engine, None if rank == 0 else [], poll=runtime.poll, idle=runtime.idle,
+                                 slice_seconds=SLICE_SECONDS)
         if status in ("found", "time_limit", "node_limit"):
             runtime.stop_everyone(status)
         runtime.finish(engine)

@@ -47,6 +47,7 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
     """
     core = core_of(problem)
     coord = make_coordination(coordination, **coordination_params)
+    coord.check(core.kind)
     if prune_level is None:
         prune_level = bool(getattr(problem, "prune_level", False))
     start = time.perf_counter()

@@ -220,7 +220,7 @@ cdef class Engine:
     cdef int capacity
     cdef char* closed
     cdef readonly int max_depth
-    cdef readonly int spawn_depth
+    cdef public int spawn_depth
     cdef readonly bint prune_level
     cdef readonly long long backtrack_budget
     cdef long long since_budget
@@ -318,9 +318,23 @@ cdef class Engine:
         self._begin(0)
 
     def start(self, task):
-        """Make ``task`` = ``(depth, node)`` (from ``split`` or ``spawned``) the current task."""
+        """Make ``task`` = ``(depth, node)`` (from ``split`` or ``spawned``) the current task.
+
+        Its node was accounted where it was generated; here it is only bounded again, since the
+        incumbent may have improved while it waited, and skipped (a prune) if it cannot win.
+        """
         depth, node = task
         self.core.load(node)
+        cdef Core core = self.core
+        cdef double b
+        if self.kind != KIND_ENUMERATION and core.has_bound and (self.has_incumbent or
+                                                                 self.kind == KIND_DECISION):
+            b = core.sign * core.bound(0)
+            if b < self.target if self.kind == KIND_DECISION else b <= self.inc:
+                self._grow_metrics(depth)
+                self.m_prunes[depth] += 1
+                self.top = -1
+                return
         self._begin(depth)
 
     cdef int _begin(self, int depth) except -1:
