@@ -1,8 +1,10 @@
 """The yewpy command: YewPar-style output, --json, flags, and one-line errors with exit status 2."""
 
 import json
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -88,3 +90,20 @@ def test_usage_errors_exit_2():
     assert out.returncode == 2 and "ordered is for decision and optimisation" in out.stderr
     out = run("nqueens", 8, "--pool", "deque")
     assert out.returncode == 2 and "--pool applies to depthbounded and budget" in out.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_a_long_compiled_run_cleanly(sig):
+    proc = subprocess.Popen([*yewpy_cmd(), "nqueens", "20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(1.0)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and err.strip() == "yewpy: interrupted"
+
+
+def test_metrics_table_has_a_row_per_rank_and_a_total():
+    out = run("nqueens", 9, "--metrics")
+    lines = out.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["rank", "nodes"])
+    assert lines[header + 1].split()[:2] == ["0", "8394"] and lines[header + 2].split()[:2] == ["all", "8394"]

@@ -160,3 +160,28 @@ def test_an_exception_on_a_thief_rank_ends_rank_0(tmp_path):
     out = run_ranks(2, [sys.executable, str(script)], timeout=60)
     assert out.returncode != 0
     assert "rank 1 of 2 failed" in out.stderr and "planted on rank 1" in out.stderr
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_per_rank_metrics_add_up(ranks):
+    data = _json(run_ranks(ranks, [*yewpy_cmd(), "nqueens", "11", "--json", "--skeleton", "stacksteal"]))
+    rows = data["metrics"]["per_rank"]
+    assert [row["rank"] for row in rows] == list(range(ranks))
+    assert sum(row["nodes"] for row in rows) == data["nodes"] == 166926
+    assert sum(row["steals_succeeded"] for row in rows) <= sum(row["steals_attempted"] for row in rows)
+    assert sum(row["tasks_given"] for row in rows) >= sum(row["steals_succeeded"] for row in rows)
+
+
+def test_sigterm_to_mpiexec_ends_every_rank():
+    import signal
+    import subprocess
+    import time
+
+    from support import mpiexec
+
+    proc = subprocess.Popen([mpiexec(), "-n", "2", *yewpy_cmd(), "nqueens", "20"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert proc.returncode != 0

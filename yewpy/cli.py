@@ -6,11 +6,13 @@ import argparse
 import importlib
 import json
 import os
+import signal
 import sys
 from typing import Any
 
 from yewpy.apps import APPS
 from yewpy.errors import InputError, UsageError
+from yewpy.metrics import table
 from yewpy.result import Result
 
 
@@ -31,6 +33,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--node-limit", type=int, default=None, metavar="N", help="stop after N nodes")
     g.add_argument("--no-prune-level", action="store_true", help="do not skip siblings after a failed bound")
     g.add_argument("--json", action="store_true", help="print one JSON object")
+    g.add_argument("--metrics", action="store_true", help="also print a table of per-rank metrics")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,12 +85,19 @@ def report(app: str, args: argparse.Namespace, result: Result, lines: list[str])
     if args.json:
         return json.dumps({"app": app, "skeleton": args.skeleton, "ranks": result.metrics.get("ranks", 1),
                            **result.to_dict()}, default=str)
-    return "\n".join([*lines, f"nodes = {result.nodes}", f"status = {result.status}",
-                      f"wall seconds = {result.seconds:.3f} (search only)",
-                      f"ranks = {result.metrics.get('ranks', 1)}"])
+    text = [*lines, f"nodes = {result.nodes}", f"status = {result.status}",
+            f"wall seconds = {result.seconds:.3f} (search only)", f"ranks = {result.metrics.get('ranks', 1)}"]
+    if args.metrics:
+        text.append(table(result.metrics["per_rank"]))
+    return "\n".join(text)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _terminate)      # SIGTERM ends a run like Ctrl-C does
     args = build_parser().parse_args(argv)
     module = importlib.import_module(f"yewpy.apps.{args.app}")
     try:
@@ -97,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, UsageError, NotImplementedError) as exc:
         print(f"yewpy: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("yewpy: interrupted", file=sys.stderr)
+        return 130
     from yewpy.ranks import world
 
     comm = world()

@@ -20,6 +20,7 @@ import traceback
 from typing import Any
 
 from yewpy._engine import Core, Engine
+from yewpy.metrics import rank_metrics
 from yewpy.search import build_result, counters_of, summary
 from yewpy.skeletons import Coordination, Ordered
 
@@ -252,7 +253,12 @@ def run_distributed(problem: Any, core: Core, coord: Any, options: dict, comm: A
         runtime.finish(engine)
         part = summary(engine, status)
         part["counters"] = counters_of(core)
-        part["runtime"] = runtime.stats
+        part["per_rank"] = rank_metrics(rank, part, time.perf_counter() - start, runtime.stats)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"yewpy: rank {rank} of {size} interrupted; ending every rank\n")
+        sys.stderr.flush()
+        comm.Abort(130)
+        raise
     except BaseException:
         sys.stderr.write(f"yewpy: rank {rank} of {size} failed:\n{traceback.format_exc()}")
         sys.stderr.flush()
@@ -260,5 +266,5 @@ def run_distributed(problem: Any, core: Core, coord: Any, options: dict, comm: A
         raise
     parts = comm.allgather(part)
     result = build_result(problem, core, parts, time.perf_counter() - start, initial, ranks=size)
-    result.metrics["per_rank"] = [{"nodes": p["nodes"], **p["runtime"]} for p in parts]
+    result.metrics["per_rank"] = [p["per_rank"] for p in parts]
     return result

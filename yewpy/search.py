@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from yewpy._engine import DECISION, ENUMERATION, OPTIMISATION, Core, Engine, monotonic
+from yewpy.metrics import rank_metrics
 from yewpy.result import Result
 from yewpy.skeletons import coordination as make_coordination
 
@@ -66,8 +67,10 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
     engine = Engine(core, **options)
     part = summary(engine, coord.drive(engine))
     part["counters"] = counters_of(core)
-    return build_result(problem, core, [part], time.perf_counter() - start,
-                        (initial_bound, initial_solution), ranks=1)
+    seconds = time.perf_counter() - start
+    result = build_result(problem, core, [part], seconds, (initial_bound, initial_solution), ranks=1)
+    result.metrics["per_rank"] = [rank_metrics(0, part, seconds)]
+    return result
 
 
 def summary(engine: Engine, status: str) -> dict:

@@ -8,7 +8,7 @@ shallowest open frames as serialisable tasks (``split``), and start from such a 
 written in Python around these three operations; the per-node loop stays here, in C.
 """
 
-from cpython.exc cimport PyErr_Occurred
+from cpython.exc cimport PyErr_CheckSignals, PyErr_Occurred
 from cpython.ref cimport PyObject, Py_XDECREF
 from libc.stdlib cimport free, realloc
 from libc.string cimport memset
@@ -447,6 +447,8 @@ cdef class Engine:
             if self.node_limit >= 0 and self.nodes >= self.node_limit:
                 return NODE_LIMIT
             self.tick += 1
+            if (self.tick & 4095) == 0:
+                PyErr_CheckSignals()            # Ctrl-C and SIGTERM reach a long compiled run
             if (self.tick & 63) == 0 and (self.deadline > 0 or slice_end > 0):
                 now = _now()
                 if self.deadline > 0 and now >= self.deadline:
