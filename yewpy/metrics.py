@@ -16,7 +16,8 @@ def rank_metrics(rank: int, part: dict, seconds: float, runtime: dict | None = N
     idle = runtime.get("idle_seconds", 0.0)
     return {"rank": rank, "nodes": part["nodes"], "backtracks": sum(part["metrics"]["backtracks"]),
             "prunes": sum(part["metrics"]["prunes"]), "tasks": sum(part["metrics"]["spawns"]),
-            "steals_attempted": runtime.get("steals_sent", 0), "steals_succeeded": runtime.get("steals_won", 0),
+            "steals_attempted": runtime.get("steals_sent", 0),
+            "steals_succeeded": runtime.get("steals_won", 0),
             "tasks_given": runtime.get("tasks_given", 0), "busy_seconds": max(0.0, seconds - idle),
             "idle_seconds": idle, "messages_sent": runtime.get("messages_sent", 0)}
 
