@@ -251,9 +251,12 @@ def run_distributed(problem: Any, core: Core, coord: Any, options: dict, comm: A
         if status in ("found", "time_limit", "node_limit"):
             runtime.stop_everyone(status)
         runtime.finish(engine)
+        if status == "done" and runtime.stop_reason not in (None, "done"):
+            status = "stopped"                  # idle here when another rank ended the search
         part = summary(engine, status)
         part["counters"] = counters_of(core)
         part["per_rank"] = rank_metrics(rank, part, time.perf_counter() - start, runtime.stats)
+        parts = comm.allgather(part)            # inside the guard: a summary that fails to pickle aborts
     except KeyboardInterrupt:
         sys.stderr.write(f"yewpy: rank {rank} of {size} interrupted; ending every rank\n")
         sys.stderr.flush()
@@ -264,7 +267,6 @@ def run_distributed(problem: Any, core: Core, coord: Any, options: dict, comm: A
         sys.stderr.flush()
         comm.Abort(1)
         raise
-    parts = comm.allgather(part)
     result = build_result(problem, core, parts, time.perf_counter() - start, initial, ranks=size)
     result.metrics["per_rank"] = [p["per_rank"] for p in parts]
     return result
