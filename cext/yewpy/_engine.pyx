@@ -401,7 +401,7 @@ cdef class Engine:
 
     def run(self, long long slice_nodes=-1, double slice_seconds=0):
         """Search the current task for at most ``slice_nodes`` nodes (-1: no limit) and about
-        ``slice_seconds`` (0: no limit; the clock is read every 64 nodes).
+        ``slice_seconds`` (0: no limit; the clock is read every 256 nodes).
 
         Returns DONE, PAUSED, BUDGET, FOUND, NODE_LIMIT or TIME_LIMIT.
         """
@@ -449,7 +449,7 @@ cdef class Engine:
             self.tick += 1
             if (self.tick & 4095) == 0:
                 PyErr_CheckSignals()            # Ctrl-C and SIGTERM reach a long compiled run
-            if (self.tick & 63) == 0 and (self.deadline > 0 or slice_end > 0):
+            if (self.tick & 255) == 0 and (self.deadline > 0 or slice_end > 0):
                 now = _now()
                 if self.deadline > 0 and now >= self.deadline:
                     return TIME_LIMIT
