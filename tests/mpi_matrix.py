@@ -8,7 +8,7 @@ import os
 import random
 import sys
 
-import yewpy
+from support import DepthHistogram
 from yewpy.apps.knapsack import Knapsack, read_knapsack
 from yewpy.apps.knapsack_python import KnapsackPy
 from yewpy.apps.maxclique import MaxClique
@@ -18,30 +18,6 @@ COORDINATIONS = [("seq", {}), ("stacksteal", {}), ("stacksteal", {"chunked": Tru
                  ("depthbounded", {"spawn_depth": 2}), ("budget", {"backtracks": 100}),
                  ("budget", {"backtracks": 20, "spawn_all": True, "pool": "deque"})]
 ORDERED = [("ordered", {"spawn_depth": 1}), ("ordered", {"spawn_depth": 2, "discrepancy": True})]
-
-
-class Tree(yewpy.Enumeration):
-    """A random tree given as a child list per node, with a per-depth histogram as the value."""
-
-    zero = ()
-
-    def __init__(self, shape):
-        self.shape = shape
-
-    def root(self):
-        return (0, 0)
-
-    def children(self, node):
-        return ((c, node[1] + 1) for c in self.shape.get(node[0], ()))
-
-    def value(self, node):
-        return ((node[1], 1),)
-
-    def combine(self, a, b):
-        merged = dict(a)
-        for depth, count in b:
-            merged[depth] = merged.get(depth, 0) + count
-        return tuple(sorted(merged.items()))
 
 
 def random_shape(rng, n):
@@ -66,8 +42,8 @@ def main(shared, seed):
         else:
             queens = NQueens(10).search(name, **params)
             out[key + " nqueens"] = [queens.value, queens.nodes]
-            out[key + " trees"] = [[list(map(list, t.value)), t.nodes]
-                                   for t in (Tree(s).search(name, max_depth=9, **params) for s in shapes)]
+            trees = [DepthHistogram(s).search(name, max_depth=9, **params) for s in shapes]
+            out[key + " trees"] = [[list(map(list, t.value)), t.nodes] for t in trees]
         out[key + " clique"] = graph.search(name, **params).objective
         yes = graph.search(name, decision=17, **params)
         out[key + " clique17"] = [yes.found, graph.is_clique(yes.solution)]

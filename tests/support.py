@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yewpy
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("YEWPY_SHARED", ROOT.parent / "shared"))
 INSTANCES = SHARED / "instances"
@@ -62,3 +64,37 @@ def yewpy_cmd() -> list[str]:
     would import the uncompiled source folder instead of the installed package)."""
     script = Path(sys.executable).parent / "yewpy"
     return [str(script)] if script.exists() else [shutil.which("yewpy") or "yewpy"]
+
+
+class ShapeTree(yewpy.Enumeration):
+    """An explicit tree: ``shape[node]`` lists a node's children (nodes are ints, root 0)."""
+
+    def __init__(self, shape: dict) -> None:
+        self.shape = shape
+
+    def root(self) -> int:
+        return 0
+
+    def children(self, node: int):
+        return iter(self.shape.get(node, ()))
+
+
+class DepthHistogram(ShapeTree):
+    """Nodes per depth of a shape tree: a non-trivial commutative monoid over (node, depth) nodes."""
+
+    zero = ()
+
+    def root(self) -> tuple:
+        return (0, 0)
+
+    def children(self, node: tuple):
+        return ((c, node[1] + 1) for c in self.shape.get(node[0], ()))
+
+    def value(self, node: tuple) -> tuple:
+        return ((node[1], 1),)
+
+    def combine(self, a: tuple, b: tuple) -> tuple:
+        counts = dict(a)
+        for depth, count in b:
+            counts[depth] = counts.get(depth, 0) + count
+        return tuple(sorted(counts.items()))

@@ -8,45 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import yewpy
+from support import DepthHistogram
+from support import ShapeTree as Tree
 
 COORDINATIONS = [("seq", {}), ("stacksteal", {}), ("stacksteal", {"chunked": True}),
                  ("depthbounded", {"spawn_depth": 1}), ("depthbounded", {"spawn_depth": 3}),
                  ("budget", {"backtracks": 1}), ("budget", {"backtracks": 4, "spawn_all": True}),
                  ("budget", {"backtracks": 2, "pool": "deque"})]
-
-
-class Tree(yewpy.Enumeration):
-    """An explicit tree: ``shape[node]`` lists a node's children (nodes are ints, root 0)."""
-
-    def __init__(self, shape):
-        self.shape = shape
-
-    def root(self):
-        return 0
-
-    def children(self, node):
-        return iter(self.shape.get(node, ()))
-
-
-class DepthHistogram(Tree):
-    """Nodes per depth, a non-trivial commutative monoid over (node, depth) nodes."""
-
-    zero = ()
-
-    def root(self):
-        return (0, 0)
-
-    def children(self, node):
-        return ((c, node[1] + 1) for c in self.shape.get(node[0], ()))
-
-    def value(self, node):
-        return ((node[1], 1),)
-
-    def combine(self, a, b):
-        counts = dict(a)
-        for depth, count in b:
-            counts[depth] = counts.get(depth, 0) + count
-        return tuple(sorted(counts.items()))
 
 
 @st.composite
