@@ -33,7 +33,8 @@ def cases(shared: Path) -> dict[str, list[str]]:
         "brock400_4": ["maxclique", str(clique / "brock400_4.clq")],
         "brock400_4-dec33": ["maxclique", str(clique / "brock400_4.clq"), "--decision", "33"],
         "brock200_1-dec22": ["maxclique", str(clique / "brock200_1.clq"), "--decision", "22"],
-        "knapPI_3_2000-20s": ["knapsack", str(knap / "large_scale" / "knapPI_3_2000_1000_1"), "--time-limit", "20"],
+        "knapPI_3_2000-20s": ["knapsack", str(knap / "large_scale" / "knapPI_3_2000_1000_1"),
+                              "--time-limit", "20"],
         "knapsackTest1-python": ["knapsack", str(knap / "yewpar_kp" / "knapsackTest1.kp"), "--python"],
         "f8-python": ["knapsack", str(knap / "low-dimensional" / "f8_l-d_kp_23_10000"), "--python"],
     }
@@ -89,9 +90,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{'nodes/s x':>9} {'ceiling':>8}  answer / status")
     for name in opts.cases or list(table):
         r = bench(table[name] + extra, opts.repeat)
-        print(f"{name:22} {r['t1']:8.3f} {r['t2']:8.3f} {r['n1']:11.0f} {r['n2']:11.0f} {r['speedup']:8.2f} "
-              f"{r['rate_speedup']:9.2f} {r['ceiling']:8.2f}  {','.join(r['answers'])} / {','.join(r['status'])}",
-              flush=True)
+        print(f"{name:22} {r['t1']:8.3f} {r['t2']:8.3f} {r['n1']:11.0f} {r['n2']:11.0f} "
+              f"{r['speedup']:8.2f} {r['rate_speedup']:9.2f} {r['ceiling']:8.2f}  "
+              f"{','.join(r['answers'])} / {','.join(r['status'])}", flush=True)
     return 0
 
 

@@ -78,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         rate[name] = statistics.median(r["nodes"] / r["seconds"] for r in results)
         print(f"{name:6} ranks={opts.ranks} objective={results[0]['objective']} nodes={nodes:.0f} "
               f"seconds={seconds:.3f} nodes/s={rate[name]:,.0f}")
+    seconds = {name: statistics.median(r["seconds"] for r in results) for name, results in runs.items()}
     print(f"yewpy/pybnb nodes per second: {rate['yewpy'] / rate['pybnb']:.1f}x; "
-          f"pybnb time / yewpy time: {statistics.median(r['seconds'] for r in runs['pybnb']) / statistics.median(r['seconds'] for r in runs['yewpy']):.1f}x")
+          f"pybnb time / yewpy time: {seconds['pybnb'] / seconds['yewpy']:.1f}x")
     return 0
 
 

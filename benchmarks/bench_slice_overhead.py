@@ -38,15 +38,16 @@ def main() -> int:
 
     kp = read_knapsack(str(shared_dir() / "instances/knapsack/low-dimensional/f8_l-d_kp_23_10000"))
     cases = {"nqueens 14 (compiled)": (lambda: NQueens(14), False),
-             "f8 KnapsackPy (Python)": (lambda: core_of(KnapsackPy(kp.profits, kp.weights, kp.capacity)), True)}
+             "f8 KnapsackPy (Python)": (lambda: core_of(KnapsackPy(kp.profits, kp.weights, kp.capacity)),
+                                        True)}
     for name, (make, prune) in cases.items():
         plain, sliced = [], []
         for k in range(opts.repeat):
             for which in ((0, 1) if k % 2 == 0 else (1, 0)):
                 (plain if which == 0 else sliced).append(timed(make, SLICE_SECONDS * which, prune))
         ratio = statistics.median(s / p for s, p in zip(sliced, plain))
-        print(f"{name:24} unsliced {statistics.median(plain):.3f} s  sliced {statistics.median(sliced):.3f} s  "
-              f"sliced/unsliced {ratio:.3f}")
+        print(f"{name:24} unsliced {statistics.median(plain):.3f} s  "
+              f"sliced {statistics.median(sliced):.3f} s  sliced/unsliced {ratio:.3f}")
     return 0
 
 
