@@ -15,8 +15,6 @@ import gzip
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import numpy as np
-
 from yewpy.apps._maxclique import MaxCliqueCore
 from yewpy.errors import InputError
 from yewpy.result import Result
@@ -70,6 +68,8 @@ class MaxClique:
     prune_level = True
 
     def __init__(self, n: int, edges: Iterable[tuple[int, int]], labels: Sequence[Any] | None = None) -> None:
+        import numpy as np  # here, not at import: `yewpy APP` loads every app module
+
         self.n = n
         self.labels = list(range(n)) if labels is None else list(labels)
         edge_arr = np.array([e for e in edges if e[0] != e[1]], dtype=np.int64).reshape(-1, 2)

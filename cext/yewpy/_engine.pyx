@@ -355,7 +355,8 @@ cdef class Engine:
         cdef Core core = self.core
         cdef double obj, b
         self.nodes += 1
-        self._grow_metrics(a)
+        if a >= self.m_cap:
+            self._grow_metrics(a)
         self.m_nodes[a] += 1
         if self.kind == KIND_ENUMERATION:
             core.accumulate(c)
