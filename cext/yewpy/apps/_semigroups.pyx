@@ -67,7 +67,7 @@ cdef class SemigroupsCore(EnumerationCore):
         # A node of genus 0 < g < genus has conductor <= 2g and multiplicity <= g + 1, so its
         # candidates lie below 3g + 1 <= 3 * genus - 2 (the root's window is [1, 2)); a node's
         # dec[y] depends only on its parent's dec up to y, so cutting the array loses nothing.
-        # The margin of 5 is cheap; the tests show 3 * genus - 3 entries would be too few.
+        # The margin of 5 is cheap (a trial with 3 * genus - 3 entries gave wrong counts).
         self.size = 3 * genus + 3
         self.counts = <long long*>calloc(genus + 1, sizeof(long long))
         if self.counts is NULL:
