@@ -54,6 +54,7 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     if not 0 <= args.genus <= MAX_GENUS:
         raise UsageError(f"semigroups needs 0 <= genus <= {MAX_GENUS}, got {args.genus}")
     result = Semigroups(args.genus).search(**params)
+    partial = "" if result.status == "exhausted" else f" (partial: stopped by {result.status})"
     lines = ["Results Table:", *(f"{g}: {n}" for g, n in enumerate(result.metrics["by_genus"])),
-             f"Semigroups of genus {args.genus}: {result.value}"]
+             f"Semigroups of genus {args.genus}: {result.value}{partial}"]
     return result, lines

@@ -152,10 +152,12 @@ def test_core_pickles_and_rejects_a_foreign_task():
         engine.start((2, genus_nodes(core, 2)[0]))
 
 
-def test_node_limit_stops_early():
+def test_node_limit_stops_early(capsys):
     result = Semigroups(25).search(node_limit=1000)
     assert result.status == "node_limit" and result.nodes == 1000
     assert sum(result.metrics["by_genus"]) == 1000
+    assert main(["semigroups", "-g", "25", "--node-limit", "1000"]) == 0
+    assert "(partial: stopped by node_limit)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("genus", [-1, MAX_GENUS + 1])
