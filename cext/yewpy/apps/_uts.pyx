@@ -1,0 +1,384 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Compiled Unbalanced Tree Search (UTS) core: the SHA-1 splittable generator and its trees.
+
+A node is a 20-byte SHA-1 digest and a height. Child i of a node is SHA1(digest || BE32(i));
+the node's own digest decides how many children it has (binomial, geometric with four
+shapes, hybrid, balanced), exactly as in UTS 2.x (shared/instances/uts/README.md).
+
+SHA-1 is our own: a portable C version, and one using the x86 SHA extensions (SHA-NI) that
+is picked at import time when the CPU has them. Every UTS message fits one 64-byte block,
+so a node costs one compression from the SHA-1 initial value.
+"""
+
+from libc.math cimport floor, log, pow, sin
+from libc.stdint cimport int32_t, uint32_t
+from libc.stdlib cimport free, realloc
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+
+from yewpy._engine cimport EnumerationCore
+
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    #include <immintrin.h>
+    #include <cpuid.h>
+    #define UTS_SHANI 1
+    #endif
+
+    #define UTS_IV0 0x67452301u
+    #define UTS_IV1 0xEFCDAB89u
+    #define UTS_IV2 0x98BADCFEu
+    #define UTS_IV3 0x10325476u
+    #define UTS_IV4 0xC3D2E1F0u
+    #define UTS_ROL(x, n) (((x) << (n)) | ((x) >> (32 - (n))))
+
+    /* One SHA-1 compression of the 16-word (big-endian-read) block w from the initial value. */
+    static void uts_sha1_portable(const uint32_t *block, uint32_t *out) {
+        uint32_t w[80];
+        int t;
+        memcpy(w, block, 64);
+        for (t = 16; t < 80; t++) w[t] = UTS_ROL(w[t - 3] ^ w[t - 8] ^ w[t - 14] ^ w[t - 16], 1);
+        uint32_t a = UTS_IV0, b = UTS_IV1, c = UTS_IV2, d = UTS_IV3, e = UTS_IV4, f, k, tmp;
+        for (t = 0; t < 80; t++) {
+            if (t < 20)      { f = (b & c) | (~b & d);          k = 0x5A827999u; }
+            else if (t < 40) { f = b ^ c ^ d;                   k = 0x6ED9EBA1u; }
+            else if (t < 60) { f = (b & c) | (b & d) | (c & d); k = 0x8F1BBCDCu; }
+            else             { f = b ^ c ^ d;                   k = 0xCA62C1D6u; }
+            tmp = UTS_ROL(a, 5) + f + e + k + w[t];
+            e = d; d = c; c = UTS_ROL(b, 30); b = a; a = tmp;
+        }
+        out[0] = UTS_IV0 + a; out[1] = UTS_IV1 + b; out[2] = UTS_IV2 + c;
+        out[3] = UTS_IV3 + d; out[4] = UTS_IV4 + e;
+    }
+
+    #ifdef UTS_SHANI
+    /* The same compression with the SHA extensions: 20 groups of 4 rounds; registers hold
+       words with the first one in the highest lane, as the instructions expect. */
+    __attribute__((target("sha,sse4.1,ssse3")))
+    static void uts_sha1_shani(const uint32_t *w, uint32_t *out) {
+        const __m128i abcd0 = _mm_set_epi32((int)UTS_IV0, (int)UTS_IV1, (int)UTS_IV2, (int)UTS_IV3);
+        const __m128i e00 = _mm_set_epi32((int)UTS_IV4, 0, 0, 0);
+        __m128i abcd = abcd0, e0, e1;
+        __m128i m0 = _mm_set_epi32((int)w[0], (int)w[1], (int)w[2], (int)w[3]);
+        __m128i m1 = _mm_set_epi32((int)w[4], (int)w[5], (int)w[6], (int)w[7]);
+        __m128i m2 = _mm_set_epi32((int)w[8], (int)w[9], (int)w[10], (int)w[11]);
+        __m128i m3 = _mm_set_epi32((int)w[12], (int)w[13], (int)w[14], (int)w[15]);
+    #define UTS_G(X, Y, M, F) X = _mm_sha1nexte_epu32(X, M); Y = abcd; abcd = _mm_sha1rnds4_epu32(abcd, X, F);
+    #define UTS_S(A, B, C, D) A = _mm_sha1msg2_epu32(_mm_xor_si128(_mm_sha1msg1_epu32(A, B), C), D);
+        e0 = _mm_add_epi32(e00, m0); e1 = abcd; abcd = _mm_sha1rnds4_epu32(abcd, e0, 0);
+        UTS_G(e1, e0, m1, 0)
+        UTS_G(e0, e1, m2, 0)
+        UTS_G(e1, e0, m3, 0)
+        UTS_S(m0, m1, m2, m3) UTS_G(e0, e1, m0, 0)
+        UTS_S(m1, m2, m3, m0) UTS_G(e1, e0, m1, 1)
+        UTS_S(m2, m3, m0, m1) UTS_G(e0, e1, m2, 1)
+        UTS_S(m3, m0, m1, m2) UTS_G(e1, e0, m3, 1)
+        UTS_S(m0, m1, m2, m3) UTS_G(e0, e1, m0, 1)
+        UTS_S(m1, m2, m3, m0) UTS_G(e1, e0, m1, 1)
+        UTS_S(m2, m3, m0, m1) UTS_G(e0, e1, m2, 2)
+        UTS_S(m3, m0, m1, m2) UTS_G(e1, e0, m3, 2)
+        UTS_S(m0, m1, m2, m3) UTS_G(e0, e1, m0, 2)
+        UTS_S(m1, m2, m3, m0) UTS_G(e1, e0, m1, 2)
+        UTS_S(m2, m3, m0, m1) UTS_G(e0, e1, m2, 2)
+        UTS_S(m3, m0, m1, m2) UTS_G(e1, e0, m3, 3)
+        UTS_S(m0, m1, m2, m3) UTS_G(e0, e1, m0, 3)
+        UTS_S(m1, m2, m3, m0) UTS_G(e1, e0, m1, 3)
+        UTS_S(m2, m3, m0, m1) UTS_G(e0, e1, m2, 3)
+        UTS_S(m3, m0, m1, m2) UTS_G(e1, e0, m3, 3)
+    #undef UTS_G
+    #undef UTS_S
+        e0 = _mm_sha1nexte_epu32(e0, e00);          /* E = rol30(A four rounds back) + IV4 */
+        abcd = _mm_add_epi32(abcd, abcd0);
+        out[0] = (uint32_t)_mm_extract_epi32(abcd, 3); out[1] = (uint32_t)_mm_extract_epi32(abcd, 2);
+        out[2] = (uint32_t)_mm_extract_epi32(abcd, 1); out[3] = (uint32_t)_mm_extract_epi32(abcd, 0);
+        out[4] = (uint32_t)_mm_extract_epi32(e0, 3);
+    }
+
+    static int uts_cpu_has_shani(void) {
+        unsigned a, b, c, d;
+        if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+        if (!(c & (1u << 19)) || !(c & (1u << 9))) return 0;      /* SSE4.1, SSSE3 */
+        if (__get_cpuid_max(0, 0) < 7) return 0;
+        __cpuid_count(7, 0, a, b, c, d);
+        return (b >> 29) & 1;                                      /* SHA */
+    }
+    #else
+    static void uts_sha1_shani(const uint32_t *w, uint32_t *out) { uts_sha1_portable(w, out); }
+    static int uts_cpu_has_shani(void) { return 0; }
+    #endif
+
+    static int uts_use_shani = 0;
+
+    static inline void uts_sha1_block(const uint32_t *w, uint32_t *out) {
+        if (uts_use_shani) uts_sha1_shani(w, out); else uts_sha1_portable(w, out);
+    }
+
+    /* child i of the node with digest s (5 words): SHA1(s || BE32(i)), one padded block */
+    static inline void uts_spawn(const uint32_t *s, uint32_t i, uint32_t *out) {
+        uint32_t w[16] = {s[0], s[1], s[2], s[3], s[4], i, 0x80000000u, 0, 0, 0, 0, 0, 0, 0, 0, 24 * 8};
+        uts_sha1_block(w, out);
+    }
+    """
+    void uts_sha1_portable(const uint32_t* block, uint32_t* out) noexcept nogil
+    void uts_sha1_shani(const uint32_t* block, uint32_t* out) noexcept nogil
+    void uts_sha1_block(const uint32_t* block, uint32_t* out) noexcept nogil
+    void uts_spawn(const uint32_t* s, uint32_t i, uint32_t* out) noexcept nogil
+    int uts_cpu_has_shani() noexcept nogil
+    int uts_use_shani
+
+
+# Tree types and geometric shapes, in UTS's numbering (-t and -a).
+BIN, GEO, HYBRID, BALANCED = 0, 1, 2, 3
+LINEAR, EXPDEC, CYCLIC, FIXED = 0, 1, 2, 3
+MAX_CHILDREN = 100      # UTS's MAXNUMCHILDREN: every node but a binomial root, balanced aside
+
+uts_use_shani = uts_cpu_has_shani()
+
+
+def sha1_implementations() -> list:
+    """The SHA-1 compressions this machine can run: 'portable', and 'sha-ni' where the CPU has it."""
+    return ["portable", "sha-ni"] if uts_cpu_has_shani() else ["portable"]
+
+
+def sha1_implementation() -> str:
+    """The SHA-1 compression the cores use now."""
+    return "sha-ni" if uts_use_shani else "portable"
+
+
+def set_sha1_implementation(name: str) -> None:
+    """Choose the compression ('portable' or 'sha-ni'); both give the same digests."""
+    global uts_use_shani
+    if name not in sha1_implementations():
+        raise ValueError(f"SHA-1 implementation {name!r} not available here: {sha1_implementations()}")
+    uts_use_shani = name == "sha-ni"
+
+
+cdef inline void _to_words(const unsigned char* raw, uint32_t* s) noexcept nogil:
+    cdef int k
+    for k in range(5):
+        s[k] = (<uint32_t>raw[4 * k] << 24) | (<uint32_t>raw[4 * k + 1] << 16) \
+            | (<uint32_t>raw[4 * k + 2] << 8) | raw[4 * k + 3]
+
+
+cdef inline void _to_bytes(const uint32_t* s, unsigned char* raw) noexcept nogil:
+    cdef int k
+    for k in range(5):
+        raw[4 * k] = s[k] >> 24
+        raw[4 * k + 1] = (s[k] >> 16) & 0xFF
+        raw[4 * k + 2] = (s[k] >> 8) & 0xFF
+        raw[4 * k + 3] = s[k] & 0xFF
+
+
+def sha1(bytes data, str implementation="auto") -> bytes:
+    """SHA-1 of a message of at most 55 bytes (one block), with the chosen compression."""
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+    if n > 55:
+        raise ValueError("only one-block messages (at most 55 bytes)")
+    cdef unsigned char block[64]
+    cdef uint32_t w[16]
+    cdef uint32_t out[5]
+    cdef unsigned char digest[20]
+    cdef const unsigned char* raw = <const unsigned char*>PyBytes_AS_STRING(data)
+    cdef int k
+    for k in range(64):
+        block[k] = raw[k] if k < n else 0
+    block[n] = 0x80
+    block[62] = (n * 8) >> 8
+    block[63] = (n * 8) & 0xFF
+    for k in range(16):
+        w[k] = (<uint32_t>block[4 * k] << 24) | (<uint32_t>block[4 * k + 1] << 16) \
+            | (<uint32_t>block[4 * k + 2] << 8) | block[4 * k + 3]
+    if implementation == "auto":
+        implementation = sha1_implementation()
+    if implementation not in sha1_implementations():
+        raise ValueError(f"SHA-1 implementation {implementation!r} not available here")
+    if implementation == "sha-ni":
+        uts_sha1_shani(w, out)
+    else:
+        uts_sha1_portable(w, out)
+    _to_bytes(out, digest)
+    return PyBytes_FromStringAndSize(<char*>digest, 20)
+
+
+def root_digest(int seed) -> bytes:
+    """The UTS root state: SHA1(16 zero bytes || BE32(seed))."""
+    cdef uint32_t s = <uint32_t>seed
+    return sha1(bytes(16) + bytes([s >> 24, (s >> 16) & 0xFF, (s >> 8) & 0xFF, s & 0xFF]))
+
+
+cdef class UTSCore(EnumerationCore):
+    """Node: digest (5 words), height, its number of children, and the next child to spawn.
+
+    The value counts nodes; ``counters()`` gives the leaves (nodes with no children).
+    """
+    cdef readonly int tree_type
+    cdef readonly double b0
+    cdef readonly int gen_mx
+    cdef readonly int shape
+    cdef readonly double q
+    cdef readonly int m
+    cdef readonly int seed
+    cdef readonly double shift
+    cdef double shift_height         # HYBRID: geometric while height < shift * gen_mx
+    cdef double* den                 # per height: log(1 - p) of the geometric rule
+    cdef int hcap
+    cdef uint32_t* state             # per frame: 5 words
+    cdef int32_t* height
+    cdef int32_t* nchild
+    cdef int32_t* nextc
+    cdef long long count
+    cdef readonly long long leaves
+
+    def __init__(self, int tree_type=GEO, double b0=4.0, int gen_mx=6, int shape=LINEAR,
+                 double q=15.0 / 64.0, int m=4, int seed=0, double shift=0.5):
+        if tree_type not in (BIN, GEO, HYBRID, BALANCED):
+            raise ValueError(f"tree type must be 0..3, got {tree_type}")
+        if shape not in (LINEAR, EXPDEC, CYCLIC, FIXED):
+            raise ValueError(f"geometric shape must be 0..3, got {shape}")
+        if not 0.0 <= b0 < 2147483648.0:
+            raise ValueError(f"root branching factor must be in [0, 2^31), got {b0}")
+        if gen_mx < 1 and tree_type != BIN:
+            raise ValueError(f"gen_mx (-d) must be at least 1, got {gen_mx}")
+        if not 0.0 <= q <= 1.0:
+            raise ValueError(f"q must be a probability, got {q}")
+        if m < 0:
+            raise ValueError(f"m must be non-negative, got {m}")
+        if not shift >= 0.0:
+            raise ValueError(f"shift depth fraction must be non-negative, got {shift}")
+        self.tree_type, self.b0, self.gen_mx, self.shape = tree_type, b0, gen_mx, shape
+        self.q, self.m, self.seed, self.shift = q, m, seed, shift
+        self.shift_height = shift * gen_mx
+        self._grow_heights(64)
+
+    def __reduce__(self):
+        return (UTSCore, (self.tree_type, self.b0, self.gen_mx, self.shape, self.q, self.m,
+                          self.seed, self.shift))
+
+    def __dealloc__(self):
+        free(self.den)
+        free(self.state)
+        free(self.height)
+        free(self.nchild)
+        free(self.nextc)
+
+    def counters(self):
+        """Leaves (nodes with no children) accounted by this core so far."""
+        return {"leaves": self.leaves}
+
+    cdef double _target(self, int h):
+        """The geometric rule's expected branching factor b_i at height h (UTS's shape functions)."""
+        cdef double b0 = self.b0, d = self.gen_mx
+        if h == 0:
+            return b0
+        if self.shape == EXPDEC:
+            return b0 * pow(<double>h, -log(b0) / log(d))
+        if self.shape == CYCLIC:
+            if h > 5 * self.gen_mx:
+                return 0.0
+            return pow(b0, sin(2.0 * 3.141592653589793 * <double>h / d))
+        if self.shape == FIXED:
+            return b0 if h < self.gen_mx else 0.0
+        return b0 * (1.0 - <double>h / d)
+
+    cdef int _grow_heights(self, int h) except -1:
+        cdef int cap = max(h + 1, 2 * self.hcap)
+        cdef int k
+        cdef double* den = <double*>realloc(self.den, cap * sizeof(double))
+        if den is NULL:
+            raise MemoryError()
+        for k in range(self.hcap, cap):
+            den[k] = log(1.0 - 1.0 / (1.0 + self._target(k)))
+        self.den = den
+        self.hcap = cap
+        return 0
+
+    cdef int _children(self, const uint32_t* s, int h) except -1:
+        """How many children the node with digest s at height h has."""
+        cdef double u = (s[4] & 0x7FFFFFFF) / 2147483648.0
+        cdef double x
+        cdef int t = self.tree_type
+        if t == GEO or (t == HYBRID and h < self.shift_height):
+            if h >= self.hcap:
+                self._grow_heights(h)
+            x = floor(log(1.0 - u) / self.den[h])
+            if not x > 0.0:                 # also NaN, where b_i < 0 (UTS would go negative)
+                return 0
+            return MAX_CHILDREN if x >= MAX_CHILDREN else <int>x
+        if t == BALANCED:
+            return <int>self.b0 if h < self.gen_mx else 0
+        if h == 0 and t == BIN:
+            return <int>floor(self.b0)
+        if u < self.q:
+            return MAX_CHILDREN if self.m > MAX_CHILDREN else self.m
+        return 0
+
+    cdef int reserve(self, int frames) except -1:
+        cdef uint32_t* state = <uint32_t*>realloc(self.state, 5 * frames * sizeof(uint32_t))
+        if state is NULL:
+            raise MemoryError()
+        self.state = state
+        self.height = <int32_t*>realloc(self.height, frames * sizeof(int32_t))
+        self.nchild = <int32_t*>realloc(self.nchild, frames * sizeof(int32_t))
+        self.nextc = <int32_t*>realloc(self.nextc, frames * sizeof(int32_t))
+        if not (self.height and self.nchild and self.nextc):
+            raise MemoryError()
+        return 0
+
+    cdef int set_root(self) except -1:
+        _to_words(<const unsigned char*>PyBytes_AS_STRING(root_digest(self.seed)), self.state)
+        self.height[0] = 0
+        self.nchild[0] = self._children(self.state, 0)
+        return 0
+
+    cdef int load(self, object node) except -1:
+        cdef const unsigned char* raw = <const unsigned char*>PyBytes_AS_STRING(node)
+        _to_words(raw, self.state)
+        self.height[0] = (raw[20] << 24) | (raw[21] << 16) | (raw[22] << 8) | raw[23]
+        self.nchild[0] = self._children(self.state, self.height[0])
+        return 0
+
+    cdef object dump(self, int frame):
+        """24 bytes: the digest, then BE32(height)."""
+        cdef unsigned char raw[24]
+        cdef uint32_t h = self.height[frame]
+        _to_bytes(self.state + 5 * frame, raw)
+        raw[20], raw[21], raw[22], raw[23] = h >> 24, (h >> 16) & 0xFF, (h >> 8) & 0xFF, h & 0xFF
+        return PyBytes_FromStringAndSize(<char*>raw, 24)
+
+    cdef int open(self, int frame) except -1:
+        self.nextc[frame] = 0
+        return 0
+
+    cdef int next(self, int frame, int dest) except -1:
+        cdef int i = self.nextc[frame]
+        if i >= self.nchild[frame]:
+            return 0
+        self.nextc[frame] = i + 1
+        cdef uint32_t* out = self.state + 5 * dest
+        uts_spawn(self.state + 5 * frame, <uint32_t>i, out)
+        cdef int h = self.height[frame] + 1
+        self.height[dest] = h
+        self.nchild[dest] = self._children(out, h)
+        return 1
+
+    cdef int accumulate(self, int frame) except -1:
+        self.count += 1
+        if self.nchild[frame] == 0:
+            self.leaves += 1
+        return 0
+
+    cdef object take_value(self):
+        value = self.count
+        self.count = 0
+        return value
+
+    def children_of(self, bytes digest, int height) -> int:
+        """The number of children of the node with this digest at this height."""
+        cdef uint32_t s[5]
+        if PyBytes_GET_SIZE(digest) != 20:
+            raise ValueError("a digest has 20 bytes")
+        _to_words(<const unsigned char*>PyBytes_AS_STRING(digest), s)
+        return self._children(s, height)
