@@ -4,9 +4,9 @@ Trees are defined by UTS's parameters (tree type, root branching factor, seed, .
 SHA-1 splittable generator, so the counts match the UTS benchmark's exactly; the search also
 counts leaves and the maximum depth.
 
->>> r = UTS.named("T1").search(max_depth=4)
+>>> r = UTS(tree_type="binomial", b0=20, q=0.2, m=4, seed=7).search()
 >>> r.value, r.metrics["leaves"], r.metrics["depth"]
-(107, 20, 3)
+(109, 86, 8)
 """
 
 from __future__ import annotations
@@ -145,14 +145,16 @@ class UTS:
 def configure(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("tree (UTS numbering; UTS defaults)")
     g.add_argument("--tree", metavar="NAME", help=f"a UTS sample tree: {', '.join(NAMED_TREES)}")
-    g.add_argument("--uts-t", metavar="T", help="tree type: 0 binomial, 1 geometric (default), 2 hybrid, 3 balanced")
-    g.add_argument("--uts-a", metavar="A", help="geometric shape: 0 linear (default), 1 expdec, 2 cyclic, 3 fixed")
+    g.add_argument("--uts-t", metavar="T",
+                   help="tree type: 0 binomial, 1 geometric (default), 2 hybrid, 3 balanced (or a name)")
+    g.add_argument("--uts-a", metavar="A",
+                   help="geometric shape: 0 linear (default), 1 expdec, 2 cyclic, 3 fixed (or a name)")
     g.add_argument("--uts-d", type=int, metavar="D", help="gen_mx: geometric / balanced depth (default 6)")
     g.add_argument("--uts-b", type=float, metavar="B", help="root branching factor (default 4)")
     g.add_argument("--uts-r", type=int, metavar="R", help="root seed (default 0)")
-    g.add_argument("--uts-q", type=float, metavar="Q", help="binomial: probability of children (default 15/64)")
+    g.add_argument("--uts-q", type=float, metavar="Q", help="binomial: P(children) (default 15/64)")
     g.add_argument("--uts-m", type=int, metavar="M", help="binomial: number of children (default 4)")
-    g.add_argument("--uts-f", type=float, metavar="F", help="hybrid: geometric above F * gen_mx (default 0.5)")
+    g.add_argument("--uts-f", type=float, metavar="F", help="hybrid: geometric above F*gen_mx (default 0.5)")
 
 
 _CLI = {"uts_t": "tree_type", "uts_a": "shape", "uts_d": "gen_mx", "uts_b": "b0", "uts_r": "seed",

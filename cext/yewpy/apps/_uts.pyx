@@ -35,21 +35,26 @@ cdef extern from *:
     #define UTS_IV4 0xC3D2E1F0u
     #define UTS_ROL(x, n) (((x) << (n)) | ((x) >> (32 - (n))))
 
-    /* One SHA-1 compression of the 16-word (big-endian-read) block w from the initial value. */
+    /* One SHA-1 compression of the 16-word (big-endian-read) block from the initial value:
+       the 80 rounds in four phases of 20, five per step with the variables' roles rotated. */
+    #define UTS_F1(b, c, d) (((c ^ d) & b) ^ d)
+    #define UTS_F2(b, c, d) (b ^ c ^ d)
+    #define UTS_F3(b, c, d) ((b & c) | ((b | c) & d))
+    #define UTS_R(F, K, a, b, c, d, e, x) e += UTS_ROL(a, 5) + F(b, c, d) + K + (x); b = UTS_ROL(b, 30);
+    #define UTS_STEP5(F, K, t) \
+        UTS_R(F, K, a, b, c, d, e, w[t]) UTS_R(F, K, e, a, b, c, d, w[t + 1]) \
+        UTS_R(F, K, d, e, a, b, c, w[t + 2]) UTS_R(F, K, c, d, e, a, b, w[t + 3]) \
+        UTS_R(F, K, b, c, d, e, a, w[t + 4])
     static void uts_sha1_portable(const uint32_t *block, uint32_t *out) {
         uint32_t w[80];
         int t;
         memcpy(w, block, 64);
         for (t = 16; t < 80; t++) w[t] = UTS_ROL(w[t - 3] ^ w[t - 8] ^ w[t - 14] ^ w[t - 16], 1);
-        uint32_t a = UTS_IV0, b = UTS_IV1, c = UTS_IV2, d = UTS_IV3, e = UTS_IV4, f, k, tmp;
-        for (t = 0; t < 80; t++) {
-            if (t < 20)      { f = (b & c) | (~b & d);          k = 0x5A827999u; }
-            else if (t < 40) { f = b ^ c ^ d;                   k = 0x6ED9EBA1u; }
-            else if (t < 60) { f = (b & c) | (b & d) | (c & d); k = 0x8F1BBCDCu; }
-            else             { f = b ^ c ^ d;                   k = 0xCA62C1D6u; }
-            tmp = UTS_ROL(a, 5) + f + e + k + w[t];
-            e = d; d = c; c = UTS_ROL(b, 30); b = a; a = tmp;
-        }
+        uint32_t a = UTS_IV0, b = UTS_IV1, c = UTS_IV2, d = UTS_IV3, e = UTS_IV4;
+        for (t = 0; t < 20; t += 5) { UTS_STEP5(UTS_F1, 0x5A827999u, t) }
+        for (t = 20; t < 40; t += 5) { UTS_STEP5(UTS_F2, 0x6ED9EBA1u, t) }
+        for (t = 40; t < 60; t += 5) { UTS_STEP5(UTS_F3, 0x8F1BBCDCu, t) }
+        for (t = 60; t < 80; t += 5) { UTS_STEP5(UTS_F2, 0xCA62C1D6u, t) }
         out[0] = UTS_IV0 + a; out[1] = UTS_IV1 + b; out[2] = UTS_IV2 + c;
         out[3] = UTS_IV3 + d; out[4] = UTS_IV4 + e;
     }
