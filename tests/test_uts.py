@@ -268,3 +268,11 @@ def test_two_mpi_ranks_exact():
     assert data["ranks"] == 2
     assert (data["value"], data["metrics"]["leaves"], data["metrics"]["depth"]) == _exact("T5")
     assert data["nodes"] == data["value"]
+
+
+def test_module_example():
+    import doctest
+
+    import yewpy.apps.uts
+    outcome = doctest.testmod(yewpy.apps.uts)
+    assert outcome.attempted >= 2 and outcome.failed == 0
