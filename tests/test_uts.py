@@ -45,6 +45,14 @@ def test_sha1_matches_hashlib(data, implementation):
     assert _uts.sha1(data, implementation) == hashlib.sha1(data).digest()
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=20, max_size=20), st.integers(0, 2**32 - 1),
+       st.sampled_from(_uts.sha1_implementations()))
+def test_spawn_matches_hashlib(parent, i, implementation):
+    """The cores' own path (SHA-NI reads the state as vectors), not the generic one above."""
+    assert _uts.spawn(parent, i, implementation) == hashlib.sha1(parent + i.to_bytes(4, "big")).digest()
+
+
 def test_sha1_extensions_are_used_where_the_cpu_has_them():
     assert _uts.sha1_implementations()[0] == "portable"
     assert _uts.sha1_implementation() == _uts.sha1_implementations()[-1]

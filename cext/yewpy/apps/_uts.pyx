@@ -10,6 +10,7 @@ is picked at import time when the CPU has them. Every UTS message fits one 64-by
 so a node costs one compression from the SHA-1 initial value.
 """
 
+cimport cython
 from libc.math cimport floor, log, pow, sin
 from libc.stdint cimport int32_t, uint32_t
 from libc.stdlib cimport free, realloc
@@ -60,46 +61,63 @@ cdef extern from *:
     }
 
     #ifdef UTS_SHANI
-    /* The same compression with the SHA extensions: 20 groups of 4 rounds; registers hold
-       words with the first one in the highest lane, as the instructions expect. */
+    /* The same compression with the SHA extensions: 20 groups of 4 rounds on the block's four
+       message vectors m0..m3 (first word in the highest lane, as the instructions expect);
+       leaves the digest in abcd (A highest) and e0 (E highest). */
+    #define UTS_G(X, Y, M, F) X = _mm_sha1nexte_epu32(X, M); Y = abcd; abcd = _mm_sha1rnds4_epu32(abcd, X, F);
+    #define UTS_S(A, B, C, D) A = _mm_sha1msg2_epu32(_mm_xor_si128(_mm_sha1msg1_epu32(A, B), C), D);
+    #define UTS_SHANI_ROUNDS \
+        const __m128i abcd0 = _mm_set_epi32((int)UTS_IV0, (int)UTS_IV1, (int)UTS_IV2, (int)UTS_IV3); \
+        const __m128i e00 = _mm_set_epi32((int)UTS_IV4, 0, 0, 0); \
+        __m128i abcd = abcd0, e0, e1; \
+        e0 = _mm_add_epi32(e00, m0); e1 = abcd; abcd = _mm_sha1rnds4_epu32(abcd, e0, 0); \
+        UTS_G(e1, e0, m1, 0) \
+        UTS_G(e0, e1, m2, 0) \
+        UTS_G(e1, e0, m3, 0) \
+        UTS_S(m0, m1, m2, m3) UTS_G(e0, e1, m0, 0) \
+        UTS_S(m1, m2, m3, m0) UTS_G(e1, e0, m1, 1) \
+        UTS_S(m2, m3, m0, m1) UTS_G(e0, e1, m2, 1) \
+        UTS_S(m3, m0, m1, m2) UTS_G(e1, e0, m3, 1) \
+        UTS_S(m0, m1, m2, m3) UTS_G(e0, e1, m0, 1) \
+        UTS_S(m1, m2, m3, m0) UTS_G(e1, e0, m1, 1) \
+        UTS_S(m2, m3, m0, m1) UTS_G(e0, e1, m2, 2) \
+        UTS_S(m3, m0, m1, m2) UTS_G(e1, e0, m3, 2) \
+        UTS_S(m0, m1, m2, m3) UTS_G(e0, e1, m0, 2) \
+        UTS_S(m1, m2, m3, m0) UTS_G(e1, e0, m1, 2) \
+        UTS_S(m2, m3, m0, m1) UTS_G(e0, e1, m2, 2) \
+        UTS_S(m3, m0, m1, m2) UTS_G(e1, e0, m3, 3) \
+        UTS_S(m0, m1, m2, m3) UTS_G(e0, e1, m0, 3) \
+        UTS_S(m1, m2, m3, m0) UTS_G(e1, e0, m1, 3) \
+        UTS_S(m2, m3, m0, m1) UTS_G(e0, e1, m2, 3) \
+        UTS_S(m3, m0, m1, m2) UTS_G(e1, e0, m3, 3) \
+        e0 = _mm_sha1nexte_epu32(e0, e00);          /* E = rol30(A four rounds back) + IV4 */ \
+        abcd = _mm_add_epi32(abcd, abcd0);
+
+    /* The digest goes out with one 16-byte store, so the next spawn's 16-byte load of it
+       is forwarded from the store buffer. */
+    #define UTS_SHANI_STORE(out) \
+        _mm_storeu_si128((__m128i *)(out), _mm_shuffle_epi32(abcd, 0x1B)); \
+        (out)[4] = (uint32_t)_mm_extract_epi32(e0, 3);
+
     __attribute__((target("sha,sse4.1,ssse3")))
     static void uts_sha1_shani(const uint32_t *w, uint32_t *out) {
-        const __m128i abcd0 = _mm_set_epi32((int)UTS_IV0, (int)UTS_IV1, (int)UTS_IV2, (int)UTS_IV3);
-        const __m128i e00 = _mm_set_epi32((int)UTS_IV4, 0, 0, 0);
-        __m128i abcd = abcd0, e0, e1;
         __m128i m0 = _mm_set_epi32((int)w[0], (int)w[1], (int)w[2], (int)w[3]);
         __m128i m1 = _mm_set_epi32((int)w[4], (int)w[5], (int)w[6], (int)w[7]);
         __m128i m2 = _mm_set_epi32((int)w[8], (int)w[9], (int)w[10], (int)w[11]);
         __m128i m3 = _mm_set_epi32((int)w[12], (int)w[13], (int)w[14], (int)w[15]);
-    #define UTS_G(X, Y, M, F) X = _mm_sha1nexte_epu32(X, M); Y = abcd; abcd = _mm_sha1rnds4_epu32(abcd, X, F);
-    #define UTS_S(A, B, C, D) A = _mm_sha1msg2_epu32(_mm_xor_si128(_mm_sha1msg1_epu32(A, B), C), D);
-        e0 = _mm_add_epi32(e00, m0); e1 = abcd; abcd = _mm_sha1rnds4_epu32(abcd, e0, 0);
-        UTS_G(e1, e0, m1, 0)
-        UTS_G(e0, e1, m2, 0)
-        UTS_G(e1, e0, m3, 0)
-        UTS_S(m0, m1, m2, m3) UTS_G(e0, e1, m0, 0)
-        UTS_S(m1, m2, m3, m0) UTS_G(e1, e0, m1, 1)
-        UTS_S(m2, m3, m0, m1) UTS_G(e0, e1, m2, 1)
-        UTS_S(m3, m0, m1, m2) UTS_G(e1, e0, m3, 1)
-        UTS_S(m0, m1, m2, m3) UTS_G(e0, e1, m0, 1)
-        UTS_S(m1, m2, m3, m0) UTS_G(e1, e0, m1, 1)
-        UTS_S(m2, m3, m0, m1) UTS_G(e0, e1, m2, 2)
-        UTS_S(m3, m0, m1, m2) UTS_G(e1, e0, m3, 2)
-        UTS_S(m0, m1, m2, m3) UTS_G(e0, e1, m0, 2)
-        UTS_S(m1, m2, m3, m0) UTS_G(e1, e0, m1, 2)
-        UTS_S(m2, m3, m0, m1) UTS_G(e0, e1, m2, 2)
-        UTS_S(m3, m0, m1, m2) UTS_G(e1, e0, m3, 3)
-        UTS_S(m0, m1, m2, m3) UTS_G(e0, e1, m0, 3)
-        UTS_S(m1, m2, m3, m0) UTS_G(e1, e0, m1, 3)
-        UTS_S(m2, m3, m0, m1) UTS_G(e0, e1, m2, 3)
-        UTS_S(m3, m0, m1, m2) UTS_G(e1, e0, m3, 3)
-    #undef UTS_G
-    #undef UTS_S
-        e0 = _mm_sha1nexte_epu32(e0, e00);          /* E = rol30(A four rounds back) + IV4 */
-        abcd = _mm_add_epi32(abcd, abcd0);
-        out[0] = (uint32_t)_mm_extract_epi32(abcd, 3); out[1] = (uint32_t)_mm_extract_epi32(abcd, 2);
-        out[2] = (uint32_t)_mm_extract_epi32(abcd, 1); out[3] = (uint32_t)_mm_extract_epi32(abcd, 0);
-        out[4] = (uint32_t)_mm_extract_epi32(e0, 3);
+        UTS_SHANI_ROUNDS
+        UTS_SHANI_STORE(out)
+    }
+
+    /* child i of digest s: the block is s, BE32(i), the 0x80 pad byte and the bit length 192 */
+    __attribute__((target("sha,sse4.1,ssse3")))
+    static void uts_spawn_shani(const uint32_t *s, uint32_t i, uint32_t *out) {
+        __m128i m0 = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)s), 0x1B);
+        __m128i m1 = _mm_set_epi32((int)s[4], (int)i, (int)0x80000000u, 0);
+        __m128i m2 = _mm_setzero_si128();
+        __m128i m3 = _mm_set_epi32(0, 0, 0, 24 * 8);
+        UTS_SHANI_ROUNDS
+        UTS_SHANI_STORE(out)
     }
 
     static int uts_cpu_has_shani(void) {
@@ -112,33 +130,45 @@ cdef extern from *:
     }
     #else
     static void uts_sha1_shani(const uint32_t *w, uint32_t *out) { uts_sha1_portable(w, out); }
+    static void uts_spawn_shani(const uint32_t *s, uint32_t i, uint32_t *out) {
+        uint32_t w[16] = {s[0], s[1], s[2], s[3], s[4], i, 0x80000000u, 0, 0, 0, 0, 0, 0, 0, 0, 24 * 8};
+        uts_sha1_portable(w, out);
+    }
     static int uts_cpu_has_shani(void) { return 0; }
     #endif
 
     static int uts_use_shani = 0;
 
-    static inline void uts_sha1_block(const uint32_t *w, uint32_t *out) {
-        if (uts_use_shani) uts_sha1_shani(w, out); else uts_sha1_portable(w, out);
-    }
-
     /* child i of the node with digest s (5 words): SHA1(s || BE32(i)), one padded block */
     static inline void uts_spawn(const uint32_t *s, uint32_t i, uint32_t *out) {
+        if (uts_use_shani) { uts_spawn_shani(s, i, out); return; }
         uint32_t w[16] = {s[0], s[1], s[2], s[3], s[4], i, 0x80000000u, 0, 0, 0, 0, 0, 0, 0, 0, 24 * 8};
-        uts_sha1_block(w, out);
+        uts_sha1_portable(w, out);
     }
     """
     void uts_sha1_portable(const uint32_t* block, uint32_t* out) noexcept nogil
     void uts_sha1_shani(const uint32_t* block, uint32_t* out) noexcept nogil
-    void uts_sha1_block(const uint32_t* block, uint32_t* out) noexcept nogil
     void uts_spawn(const uint32_t* s, uint32_t i, uint32_t* out) noexcept nogil
     int uts_cpu_has_shani() noexcept nogil
     int uts_use_shani
 
 
-# Tree types and geometric shapes, in UTS's numbering (-t and -a).
-BIN, GEO, HYBRID, BALANCED = 0, 1, 2, 3
-LINEAR, EXPDEC, CYCLIC, FIXED = 0, 1, 2, 3
-MAX_CHILDREN = 100      # UTS's MAXNUMCHILDREN: every node but a binomial root, balanced aside
+# Tree types and geometric shapes, in UTS's numbering (-t and -a); C constants for the per-node
+# code, Python names for everyone else.
+cdef enum:
+    T_BIN = 0
+    T_GEO = 1
+    T_HYBRID = 2
+    T_BALANCED = 3
+    S_LINEAR = 0
+    S_EXPDEC = 1
+    S_CYCLIC = 2
+    S_FIXED = 3
+    CAP = 100           # UTS's MAXNUMCHILDREN: every node but a binomial root, balanced aside
+
+BIN, GEO, HYBRID, BALANCED = T_BIN, T_GEO, T_HYBRID, T_BALANCED
+LINEAR, EXPDEC, CYCLIC, FIXED = S_LINEAR, S_EXPDEC, S_CYCLIC, S_FIXED
+MAX_CHILDREN = CAP
 
 uts_use_shani = uts_cpu_has_shani()
 
@@ -208,12 +238,34 @@ def sha1(bytes data, str implementation="auto") -> bytes:
     return PyBytes_FromStringAndSize(<char*>digest, 20)
 
 
+def spawn(bytes parent, unsigned int i, str implementation="auto") -> bytes:
+    """Child i of a 20-byte state, SHA1(parent || BE32(i)), computed as the cores compute it."""
+    global uts_use_shani
+    if PyBytes_GET_SIZE(parent) != 20:
+        raise ValueError("a UTS state has 20 bytes")
+    if implementation == "auto":
+        implementation = sha1_implementation()
+    if implementation not in sha1_implementations():
+        raise ValueError(f"SHA-1 implementation {implementation!r} not available here")
+    cdef uint32_t s[5]
+    cdef uint32_t out[5]
+    cdef unsigned char digest[20]
+    cdef int before = uts_use_shani
+    _to_words(<const unsigned char*>PyBytes_AS_STRING(parent), s)
+    uts_use_shani = implementation == "sha-ni"
+    uts_spawn(s, i, out)
+    uts_use_shani = before
+    _to_bytes(out, digest)
+    return PyBytes_FromStringAndSize(<char*>digest, 20)
+
+
 def root_digest(int seed) -> bytes:
     """The UTS root state: SHA1(16 zero bytes || BE32(seed))."""
     cdef uint32_t s = <uint32_t>seed
     return sha1(bytes(16) + bytes([s >> 24, (s >> 16) & 0xFF, (s >> 8) & 0xFF, s & 0xFF]))
 
 
+@cython.final
 cdef class UTSCore(EnumerationCore):
     """Node: digest (5 words), height, its number of children, and the next child to spawn.
 
@@ -237,15 +289,15 @@ cdef class UTSCore(EnumerationCore):
     cdef long long count
     cdef readonly long long leaves
 
-    def __init__(self, int tree_type=GEO, double b0=4.0, int gen_mx=6, int shape=LINEAR,
+    def __init__(self, int tree_type=T_GEO, double b0=4.0, int gen_mx=6, int shape=S_LINEAR,
                  double q=15.0 / 64.0, int m=4, int seed=0, double shift=0.5):
-        if tree_type not in (BIN, GEO, HYBRID, BALANCED):
+        if tree_type not in (T_BIN, T_GEO, T_HYBRID, T_BALANCED):
             raise ValueError(f"tree type must be 0..3, got {tree_type}")
-        if shape not in (LINEAR, EXPDEC, CYCLIC, FIXED):
+        if shape not in (S_LINEAR, S_EXPDEC, S_CYCLIC, S_FIXED):
             raise ValueError(f"geometric shape must be 0..3, got {shape}")
         if not 0.0 <= b0 < 2147483648.0:
             raise ValueError(f"root branching factor must be in [0, 2^31), got {b0}")
-        if gen_mx < 1 and tree_type != BIN:
+        if gen_mx < 1 and tree_type != T_BIN:
             raise ValueError(f"gen_mx (-d) must be at least 1, got {gen_mx}")
         if not 0.0 <= q <= 1.0:
             raise ValueError(f"q must be a probability, got {q}")
@@ -278,13 +330,13 @@ cdef class UTSCore(EnumerationCore):
         cdef double b0 = self.b0, d = self.gen_mx
         if h == 0:
             return b0
-        if self.shape == EXPDEC:
+        if self.shape == S_EXPDEC:
             return b0 * pow(<double>h, -log(b0) / log(d))
-        if self.shape == CYCLIC:
+        if self.shape == S_CYCLIC:
             if h > 5 * self.gen_mx:
                 return 0.0
             return pow(b0, sin(2.0 * 3.141592653589793 * <double>h / d))
-        if self.shape == FIXED:
+        if self.shape == S_FIXED:
             return b0 if h < self.gen_mx else 0.0
         return b0 * (1.0 - <double>h / d)
 
@@ -305,19 +357,19 @@ cdef class UTSCore(EnumerationCore):
         cdef double u = (s[4] & 0x7FFFFFFF) / 2147483648.0
         cdef double x
         cdef int t = self.tree_type
-        if t == GEO or (t == HYBRID and h < self.shift_height):
+        if t == T_GEO or (t == T_HYBRID and h < self.shift_height):
             if h >= self.hcap:
                 self._grow_heights(h)
             x = floor(log(1.0 - u) / self.den[h])
             if not x > 0.0:                 # also NaN, where b_i < 0 (UTS would go negative)
                 return 0
-            return MAX_CHILDREN if x >= MAX_CHILDREN else <int>x
-        if t == BALANCED:
+            return CAP if x >= CAP else <int>x
+        if t == T_BALANCED:
             return <int>self.b0 if h < self.gen_mx else 0
-        if h == 0 and t == BIN:
+        if h == 0 and t == T_BIN:
             return <int>floor(self.b0)
         if u < self.q:
-            return MAX_CHILDREN if self.m > MAX_CHILDREN else self.m
+            return CAP if self.m > CAP else self.m
         return 0
 
     cdef int reserve(self, int frames) except -1:
