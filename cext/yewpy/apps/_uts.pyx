@@ -36,26 +36,36 @@ cdef extern from *:
     #define UTS_IV4 0xC3D2E1F0u
     #define UTS_ROL(x, n) (((x) << (n)) | ((x) >> (32 - (n))))
 
-    /* One SHA-1 compression of the 16-word (big-endian-read) block from the initial value:
-       the 80 rounds in four phases of 20, five per step with the variables' roles rotated. */
+    /* One SHA-1 compression of the 16-word (big-endian-read) block from the initial value,
+       fully unrolled, the message schedule kept in a 16-word ring. */
     #define UTS_F1(b, c, d) (((c ^ d) & b) ^ d)
     #define UTS_F2(b, c, d) (b ^ c ^ d)
     #define UTS_F3(b, c, d) ((b & c) | ((b | c) & d))
-    #define UTS_R(F, K, a, b, c, d, e, x) e += UTS_ROL(a, 5) + F(b, c, d) + K + (x); b = UTS_ROL(b, 30);
-    #define UTS_STEP5(F, K, t) \
-        UTS_R(F, K, a, b, c, d, e, w[t]) UTS_R(F, K, e, a, b, c, d, w[t + 1]) \
-        UTS_R(F, K, d, e, a, b, c, w[t + 2]) UTS_R(F, K, c, d, e, a, b, w[t + 3]) \
-        UTS_R(F, K, b, c, d, e, a, w[t + 4])
+    #define UTS_W(t) (w[(t) & 15] = UTS_ROL(w[((t) + 13) & 15] ^ w[((t) + 8) & 15] ^ w[((t) + 2) & 15] ^ w[(t) & 15], 1))
+    #define UTS_R0(a,b,c,d,e,t) e += UTS_ROL(a,5) + UTS_F1(b,c,d) + 0x5A827999u + w[t]; b = UTS_ROL(b,30);
+    #define UTS_R1(a,b,c,d,e,t) e += UTS_ROL(a,5) + UTS_F1(b,c,d) + 0x5A827999u + UTS_W(t); b = UTS_ROL(b,30);
+    #define UTS_R2(a,b,c,d,e,t) e += UTS_ROL(a,5) + UTS_F2(b,c,d) + 0x6ED9EBA1u + UTS_W(t); b = UTS_ROL(b,30);
+    #define UTS_R3(a,b,c,d,e,t) e += UTS_ROL(a,5) + UTS_F3(b,c,d) + 0x8F1BBCDCu + UTS_W(t); b = UTS_ROL(b,30);
+    #define UTS_R4(a,b,c,d,e,t) e += UTS_ROL(a,5) + UTS_F2(b,c,d) + 0xCA62C1D6u + UTS_W(t); b = UTS_ROL(b,30);
     static void uts_sha1_portable(const uint32_t *block, uint32_t *out) {
-        uint32_t w[80];
-        int t;
-        memcpy(w, block, 64);
-        for (t = 16; t < 80; t++) w[t] = UTS_ROL(w[t - 3] ^ w[t - 8] ^ w[t - 14] ^ w[t - 16], 1);
+        uint32_t w[16]; memcpy(w, block, 64);
         uint32_t a = UTS_IV0, b = UTS_IV1, c = UTS_IV2, d = UTS_IV3, e = UTS_IV4;
-        for (t = 0; t < 20; t += 5) { UTS_STEP5(UTS_F1, 0x5A827999u, t) }
-        for (t = 20; t < 40; t += 5) { UTS_STEP5(UTS_F2, 0x6ED9EBA1u, t) }
-        for (t = 40; t < 60; t += 5) { UTS_STEP5(UTS_F3, 0x8F1BBCDCu, t) }
-        for (t = 60; t < 80; t += 5) { UTS_STEP5(UTS_F2, 0xCA62C1D6u, t) }
+        UTS_R0(a,b,c,d,e,0) UTS_R0(e,a,b,c,d,1) UTS_R0(d,e,a,b,c,2) UTS_R0(c,d,e,a,b,3) UTS_R0(b,c,d,e,a,4)
+        UTS_R0(a,b,c,d,e,5) UTS_R0(e,a,b,c,d,6) UTS_R0(d,e,a,b,c,7) UTS_R0(c,d,e,a,b,8) UTS_R0(b,c,d,e,a,9)
+        UTS_R0(a,b,c,d,e,10) UTS_R0(e,a,b,c,d,11) UTS_R0(d,e,a,b,c,12) UTS_R0(c,d,e,a,b,13) UTS_R0(b,c,d,e,a,14)
+        UTS_R0(a,b,c,d,e,15) UTS_R1(e,a,b,c,d,16) UTS_R1(d,e,a,b,c,17) UTS_R1(c,d,e,a,b,18) UTS_R1(b,c,d,e,a,19)
+        UTS_R2(a,b,c,d,e,20) UTS_R2(e,a,b,c,d,21) UTS_R2(d,e,a,b,c,22) UTS_R2(c,d,e,a,b,23) UTS_R2(b,c,d,e,a,24)
+        UTS_R2(a,b,c,d,e,25) UTS_R2(e,a,b,c,d,26) UTS_R2(d,e,a,b,c,27) UTS_R2(c,d,e,a,b,28) UTS_R2(b,c,d,e,a,29)
+        UTS_R2(a,b,c,d,e,30) UTS_R2(e,a,b,c,d,31) UTS_R2(d,e,a,b,c,32) UTS_R2(c,d,e,a,b,33) UTS_R2(b,c,d,e,a,34)
+        UTS_R2(a,b,c,d,e,35) UTS_R2(e,a,b,c,d,36) UTS_R2(d,e,a,b,c,37) UTS_R2(c,d,e,a,b,38) UTS_R2(b,c,d,e,a,39)
+        UTS_R3(a,b,c,d,e,40) UTS_R3(e,a,b,c,d,41) UTS_R3(d,e,a,b,c,42) UTS_R3(c,d,e,a,b,43) UTS_R3(b,c,d,e,a,44)
+        UTS_R3(a,b,c,d,e,45) UTS_R3(e,a,b,c,d,46) UTS_R3(d,e,a,b,c,47) UTS_R3(c,d,e,a,b,48) UTS_R3(b,c,d,e,a,49)
+        UTS_R3(a,b,c,d,e,50) UTS_R3(e,a,b,c,d,51) UTS_R3(d,e,a,b,c,52) UTS_R3(c,d,e,a,b,53) UTS_R3(b,c,d,e,a,54)
+        UTS_R3(a,b,c,d,e,55) UTS_R3(e,a,b,c,d,56) UTS_R3(d,e,a,b,c,57) UTS_R3(c,d,e,a,b,58) UTS_R3(b,c,d,e,a,59)
+        UTS_R4(a,b,c,d,e,60) UTS_R4(e,a,b,c,d,61) UTS_R4(d,e,a,b,c,62) UTS_R4(c,d,e,a,b,63) UTS_R4(b,c,d,e,a,64)
+        UTS_R4(a,b,c,d,e,65) UTS_R4(e,a,b,c,d,66) UTS_R4(d,e,a,b,c,67) UTS_R4(c,d,e,a,b,68) UTS_R4(b,c,d,e,a,69)
+        UTS_R4(a,b,c,d,e,70) UTS_R4(e,a,b,c,d,71) UTS_R4(d,e,a,b,c,72) UTS_R4(c,d,e,a,b,73) UTS_R4(b,c,d,e,a,74)
+        UTS_R4(a,b,c,d,e,75) UTS_R4(e,a,b,c,d,76) UTS_R4(d,e,a,b,c,77) UTS_R4(c,d,e,a,b,78) UTS_R4(b,c,d,e,a,79)
         out[0] = UTS_IV0 + a; out[1] = UTS_IV1 + b; out[2] = UTS_IV2 + c;
         out[3] = UTS_IV3 + d; out[4] = UTS_IV4 + e;
     }
