@@ -1,3 +1,3 @@
 """The bundled applications; each module is a library class plus a CLI subcommand."""
 
-APPS = ("nqueens", "maxclique", "knapsack")
+APPS = ("nqueens", "maxclique", "knapsack", "tsp")
