@@ -206,3 +206,24 @@ def test_ordered_is_replicable_and_follows_its_priority(discrepancy):
     assert {(r.objective, r.nodes, tuple(r.metrics["nodes"])) for r in runs} == {
         (runs[0].objective, runs[0].nodes, tuple(runs[0].metrics["nodes"]))}
     assert runs[0].objective == _best_subset(items, 9, "max")
+
+
+def test_an_infinite_objective_never_becomes_the_incumbent():
+    class Paths(yewpy.Optimisation):
+        """Minimise: only complete paths (length 3) have a finite objective."""
+        sense = "min"
+
+        def root(self):
+            return ()
+
+        def children(self, node):
+            if len(node) < 3:
+                yield from (node + (k,) for k in (2, 1))
+
+        def objective(self, node):
+            return sum(node) if len(node) == 3 else float("inf")
+
+    stopped = Paths().search(node_limit=3)          # only partial paths seen so far
+    assert stopped.status == "node_limit" and stopped.objective is None and stopped.solution is None
+    full = Paths().search()
+    assert (full.objective, full.solution) == (3, (1, 1, 1))

@@ -98,6 +98,7 @@ def _terminate(signum: int, frame: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)      # SIGTERM ends a run like Ctrl-C does
+    signal.signal(signal.SIGINT, _terminate)       # even when started with SIGINT ignored (`cmd &`)
     args = build_parser().parse_args(argv)
     module = importlib.import_module(f"yewpy.apps.{args.app}")
     try:

@@ -10,6 +10,7 @@ written in Python around these three operations; the per-node loop stays here, i
 
 from cpython.exc cimport PyErr_CheckSignals, PyErr_Occurred
 from cpython.ref cimport PyObject, Py_XDECREF
+from libc.math cimport INFINITY
 from libc.stdlib cimport free, realloc
 from libc.string cimport memset
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
@@ -381,7 +382,7 @@ cdef class Engine:
                 self.m_prunes[a] += 1
                 return BREAK if self.prune_level else PRUNE
         obj = core.sign * core.objective(c)
-        if not self.has_incumbent or obj > self.inc:
+        if obj > -INFINITY and (not self.has_incumbent or obj > self.inc):   # -inf: not a solution
             self.inc = obj
             self.has_incumbent = True
             self.witness = core.solution(c)
