@@ -77,14 +77,8 @@ def bench(args: list[str], repeat: int) -> dict:
             "answers": sorted(map(str, answer)), "status": sorted({r["status"] for r in one + two})}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--cases", nargs="*", help="subset of the case names")
-    parser.add_argument("--skeleton", default="seq")
-    parser.add_argument("--chunked", action="store_true")
-    opts = parser.parse_args(argv)
-    table = cases(shared_dir())
+def report(table: dict[str, list[str]], opts: argparse.Namespace) -> None:
+    """Bench the chosen cases of ``table`` (``opts``: repeat, cases, skeleton, chunked); one row each."""
     extra = ["--skeleton", opts.skeleton] + (["--chunked"] if opts.chunked else [])
     print(f"{'case':22} {'t1 s':>8} {'t2 s':>8} {'nodes 1':>11} {'nodes 2':>11} {'speedup':>8} "
           f"{'nodes/s x':>9} {'ceiling':>8}  answer / status")
@@ -93,6 +87,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:22} {r['t1']:8.3f} {r['t2']:8.3f} {r['n1']:11.0f} {r['n2']:11.0f} "
               f"{r['speedup']:8.2f} {r['rate_speedup']:9.2f} {r['ceiling']:8.2f}  "
               f"{','.join(r['answers'])} / {','.join(r['status'])}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--cases", nargs="*", help="subset of the case names")
+    parser.add_argument("--skeleton", default="seq")
+    parser.add_argument("--chunked", action="store_true")
+    report(cases(shared_dir()), parser.parse_args(argv))
     return 0
 
 

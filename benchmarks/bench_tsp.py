@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_mpi_speedup import bench, shared_dir  # noqa: E402
+from bench_mpi_speedup import report, shared_dir  # noqa: E402
 
 from yewpy.apps.tsp import Tsp  # noqa: E402
 from yewpy.apps.tsplib import read_tsplib  # noqa: E402
@@ -90,14 +90,7 @@ def mpi(opts: argparse.Namespace) -> None:
              "eil51-nearest": ["tsp", str(tsp / "eil51.tsp"), "--incumbent", "nearest"],
              "gr48-nearest": ["tsp", str(tsp / "gr48.tsp"), "--incumbent", "nearest"],
              "brazil58": ["tsp", str(tsp / "brazil58.tsp")]}
-    extra = ["--skeleton", opts.skeleton] + (["--chunked"] if opts.chunked else [])
-    print(f"{'case':18} {'t1 s':>8} {'t2 s':>8} {'nodes 1':>11} {'nodes 2':>11} {'speedup':>8} "
-          f"{'nodes/s x':>9} {'ceiling':>8}  answer / status")
-    for name in opts.cases or list(table):
-        r = bench(table[name] + extra, opts.repeat)
-        print(f"{name:18} {r['t1']:8.3f} {r['t2']:8.3f} {r['n1']:11.0f} {r['n2']:11.0f} {r['speedup']:8.2f} "
-              f"{r['rate_speedup']:9.2f} {r['ceiling']:8.2f}  {','.join(r['answers'])} / "
-              f"{','.join(r['status'])}", flush=True)
+    report(table, opts)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 import yewpy
 
@@ -36,6 +37,20 @@ def readme_table(path: Path) -> list[dict]:
         elif not set(line) <= set("|-: "):
             rows.append(dict(zip(header, cells)))
     return rows
+
+
+def assert_names_line(read: Callable[[str], Any], path: Path, text: str, line: int) -> None:
+    """Writing ``text`` to ``path`` and reading it raises InputError saying ``PATH:LINE: ...``."""
+    from yewpy.errors import InputError
+
+    path.write_text(text)
+    try:
+        read(str(path))
+    except InputError as error:
+        assert error.line == line, str(error)
+        assert str(error).startswith(f"{path}:{line}: "), str(error)
+    else:
+        raise AssertionError(f"{path} was accepted:\n{text}")
 
 
 def number(text: str) -> int:

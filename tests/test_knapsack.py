@@ -7,10 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support import INSTANCES, require_shared
+from support import INSTANCES, assert_names_line, require_shared
 from yewpy.apps.knapsack import Knapsack, read_knapsack
 from yewpy.apps.knapsack_python import KnapsackPy
-from yewpy.errors import InputError
 
 
 def _files(pattern):
@@ -107,9 +106,4 @@ def test_random_knapsacks_against_brute_force(pairs, capacity, coordination, pru
     (".csv", "inst\nn 2\nc 10\nz 3\n1,2,3\n", 5),
 ])
 def test_malformed_files_name_the_line(tmp_path: Path, suffix, text, line):
-    path = tmp_path / f"bad{suffix}"
-    path.write_text(text)
-    with pytest.raises(InputError) as info:
-        read_knapsack(str(path))
-    assert info.value.line == line, str(info.value)
-    assert str(info.value).startswith(f"{path}:{line}: ")
+    assert_names_line(read_knapsack, tmp_path / f"bad{suffix}", text, line)

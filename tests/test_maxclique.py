@@ -7,9 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support import INSTANCES, number, readme_table, require_shared
+from support import INSTANCES, assert_names_line, number, readme_table, require_shared
 from yewpy.apps.maxclique import MaxClique, read_dimacs
-from yewpy.errors import InputError
 
 FAST_NODES = 800_000      # the README's instances up to this size solve in a few seconds
 
@@ -115,8 +114,4 @@ def test_networkx_graph_keeps_its_labels():
     ("c hi\np edge 3 2\ne 1 2\nq 1 2\n", 4),
 ])
 def test_malformed_dimacs_names_the_line(tmp_path, text, line):
-    path = tmp_path / "bad.clq"
-    path.write_text(text)
-    with pytest.raises(InputError) as info:
-        read_dimacs(str(path))
-    assert info.value.line == line and str(info.value).startswith(f"{path}:{line}: ")
+    assert_names_line(read_dimacs, tmp_path / "bad.clq", text, line)

@@ -12,9 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support import INSTANCES, require_shared, run_ranks, yewpy_cmd
+from support import INSTANCES, assert_names_line, require_shared, run_ranks, yewpy_cmd
 from yewpy.apps.sip import SubgraphIsomorphism, read_lad
-from yewpy.errors import InputError
 
 
 def _table(name):
@@ -208,11 +207,7 @@ def test_lad_reader(instances):
     ("2\n3 1 1 1\n0\n", 2),        # degree above n
 ])
 def test_malformed_lad_names_the_line(tmp_path, text, line):
-    path = tmp_path / "bad.lad"
-    path.write_text(text)
-    with pytest.raises(InputError) as info:
-        read_lad(str(path))
-    assert info.value.line == line and str(info.value).startswith(f"{path}:{line}: ")
+    assert_names_line(read_lad, tmp_path / "bad.lad", text, line)
 
 
 def _cli(*args):

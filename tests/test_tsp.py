@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support import INSTANCES, readme_table, require_shared, run_ranks, yewpy_cmd
+from support import INSTANCES, assert_names_line, readme_table, require_shared, run_ranks, yewpy_cmd
 from yewpy.apps._tsp import MAX_CITIES, TspCore, held_karp, local_search_tour
 from yewpy.apps.tsp import Tsp
 from yewpy.apps.tsplib import read_tour, read_tsplib, tour_length
@@ -251,12 +251,7 @@ MATRIX = HEAD + "EDGE_WEIGHT_TYPE: EXPLICIT\nEDGE_WEIGHT_FORMAT: {}\nEDGE_WEIGHT
     (MATRIX.format("FUNCTION") + "1 2 3\n", 5),                    # unsupported format
 ])
 def test_malformed_files_name_the_line(tmp_path, text, line):
-    path = tmp_path / "bad.tsp"
-    path.write_text(text)
-    with pytest.raises(InputError) as info:
-        read_tsplib(str(path))
-    assert info.value.line == line, str(info.value)
-    assert str(info.value).startswith(f"{path}:{line}: ")
+    assert_names_line(read_tsplib, tmp_path / "bad.tsp", text, line)
 
 
 @pytest.mark.parametrize("text,line", [
@@ -265,11 +260,7 @@ def test_malformed_files_name_the_line(tmp_path, text, line):
     ("NAME: t\nTYPE: TOUR\nDIMENSION: 3\nTOUR_SECTION\n1\n2\n-1\n", 7),
 ])
 def test_malformed_tours_name_the_line(tmp_path, text, line):
-    path = tmp_path / "bad.tour"
-    path.write_text(text)
-    with pytest.raises(InputError) as info:
-        read_tour(str(path))
-    assert info.value.line == line, str(info.value)
+    assert_names_line(read_tour, tmp_path / "bad.tour", text, line)
 
 
 def test_missing_file(tmp_path):
