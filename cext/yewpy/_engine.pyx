@@ -536,10 +536,6 @@ cdef class Engine:
             return True
         return False
 
-    def stop(self):
-        """Abandon the current task (another worker found the witness)."""
-        self.top = -1
-
     def take_value(self):
         """Enumeration: the value accumulated since the last call."""
         return self.core.take_value()
