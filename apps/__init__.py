@@ -1,3 +1,4 @@
 """The bundled applications; each module is a library class plus a CLI subcommand."""
 
-APPS = ("nqueens", "maxclique", "knapsack", "uts", "semigroups", "sip", "tsp")
+# subcommand -> module under yewpy.apps
+APPS = {name: name for name in ("nqueens", "maxclique", "knapsack", "uts", "semigroups", "sip", "tsp")}

@@ -15,6 +15,9 @@ from yewpy.errors import InputError, UsageError
 from yewpy.metrics import table
 from yewpy.result import Result
 
+# subcommands that are not searches: name -> module with configure(parser) and run(args) -> exit status
+TOOLS: dict[str, str] = {}
+
 
 def _common(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("search")
@@ -39,11 +42,14 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="yewpy", description="Parallel exact combinatorial search.")
     sub = parser.add_subparsers(dest="app", required=True, metavar="APP")
-    for name in APPS:
-        module = importlib.import_module(f"yewpy.apps.{name}")
+    for name, module_name in APPS.items():
+        module = importlib.import_module(f"yewpy.apps.{module_name}")
         app_parser = sub.add_parser(name, help=(module.__doc__ or "").splitlines()[0])
         module.configure(app_parser)
         _common(app_parser)
+    for name, module_name in TOOLS.items():
+        module = importlib.import_module(module_name)
+        module.configure(sub.add_parser(name, help=(module.__doc__ or "").splitlines()[0]))
     return parser
 
 
@@ -100,7 +106,13 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)      # SIGTERM ends a run like Ctrl-C does
     signal.signal(signal.SIGINT, _terminate)       # even when started with SIGINT ignored (`cmd &`)
     args = build_parser().parse_args(argv)
-    module = importlib.import_module(f"yewpy.apps.{args.app}")
+    if args.app in TOOLS:
+        try:
+            return importlib.import_module(TOOLS[args.app]).run(args)
+        except (InputError, UsageError) as exc:
+            print(f"yewpy: error: {exc}", file=sys.stderr)
+            return 2
+    module = importlib.import_module(f"yewpy.apps.{APPS[args.app]}")
     try:
         if args.decision is not None and args.app != "maxclique":
             raise UsageError(f"--decision applies to maxclique, not {args.app}")
