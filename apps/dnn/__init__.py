@@ -1,0 +1,1 @@
+"""DNN parallelism: model zoo, clusters, the symbolic cost model, the strategy planner, tensor fusion."""
