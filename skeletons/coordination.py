@@ -38,19 +38,22 @@ class Coordination:
         return []
 
     def drive(self, engine: Engine, tasks: list | None = None, poll: Any = None, idle: Any = None,
-              slice_nodes: int = -1, slice_seconds: float = 0) -> str:
+              slice_nodes: int = -1, slice_seconds: float = 0, pool: Any = None, profile: Any = None) -> str:
         """Search from the root (``tasks=None``) or from ``tasks`` until all is explored.
 
         A runtime that shares work between workers passes two callbacks.  ``poll(engine, pool)``,
         called between slices (``slice_nodes`` nodes or ``slice_seconds``), serves steal requests
         and exchanges incumbents; it returns False to stop.  ``idle(engine, pool)``, called when
         this worker has nothing left, returns True once it has put stolen tasks in the pool and
-        False when the whole search is over.
+        False when the whole search is over.  ``pool``: the pool to use (the caller keeps what is
+        left in it after a stop); ``profile``: told when each task begins and ends.
         Returns ``done``, ``found``, ``node_limit``, ``time_limit`` or ``stopped``.
         """
-        pool = self.make_pool()
+        pool = self.make_pool() if pool is None else pool
         if tasks is None:
             engine.start_root()
+            if profile is not None:
+                profile.begin(engine)
         else:
             pool.extend(tasks)
         while True:
@@ -59,8 +62,12 @@ class Coordination:
                     return "done"
                 if pool:
                     engine.start(pool.pop_local())
+                    if profile is not None:
+                        profile.begin(engine)
                 continue
             status = engine.run(slice_nodes, slice_seconds)
+            if profile is not None and not engine.active:
+                profile.end(engine)
             if engine.spawned:
                 pool.extend(engine.spawned)
                 engine.spawned.clear()

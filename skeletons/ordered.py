@@ -59,14 +59,15 @@ class Ordered(Coordination):
         return [task for _, _, task in found], None
 
     def drive(self, engine: Engine, tasks: list | None = None, poll: Any = None, idle: Any = None,
-              slice_nodes: int = -1, slice_seconds: float = 0) -> str:
+              slice_nodes: int = -1, slice_seconds: float = 0, pool: Any = None, profile: Any = None) -> str:
         """One worker: the frontier, then every task in priority order."""
         if tasks is None:
             tasks, stop = self.frontier(engine)
             if stop is not None:
                 return stop
         for task in tasks:
-            status = super().drive(engine, [task])
+            status = super().drive(engine, [task], poll=poll, slice_nodes=slice_nodes,
+                                   slice_seconds=slice_seconds, profile=profile)
             if status != "done":
                 return status
         return "done"

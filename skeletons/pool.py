@@ -47,6 +47,10 @@ class DepthPool:
         """The oldest task at the shallowest depth."""
         return self._take(min(self._levels))
 
+    def tasks(self) -> list:
+        """Every task held, shallowest first (for a checkpoint; the pool keeps them)."""
+        return [task for depth in sorted(self._levels) for task in self._levels[depth]]
+
     def steal(self, chunked: bool) -> list:
         """For a thief: the oldest shallowest task, or with ``chunked`` that whole depth."""
         if not self._size:
@@ -76,6 +80,10 @@ class DequePool:
 
     def pop_local(self) -> Task:
         return self._tasks.pop()
+
+    def tasks(self) -> list:
+        """Every task held, oldest first (for a checkpoint; the pool keeps them)."""
+        return list(self._tasks)
 
     def pop_steal(self) -> Any:
         return self._tasks.popleft()

@@ -37,6 +37,16 @@ def _common(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--no-prune-level", action="store_true", help="do not skip siblings after a failed bound")
     g.add_argument("--json", action="store_true", help="print one JSON object")
     g.add_argument("--metrics", action="store_true", help="also print a table of per-rank metrics")
+    o = parser.add_argument_group("operations")
+    o.add_argument("--checkpoint", metavar="FILE", help="write the search state here: at the end, "
+                   "every --checkpoint-every seconds, and on SIGTERM/SIGINT/--time-limit")
+    o.add_argument("--checkpoint-every", type=float, metavar="S", help="seconds between checkpoints")
+    o.add_argument("--resume", metavar="FILE", help="continue the search saved in this checkpoint")
+    o.add_argument("--profile", metavar="FILE", help="record task times, per-depth counts and each "
+                   "rank's timeline as JSON (draw it with `yewpy report FILE`)")
+    o.add_argument("--progress-every", type=float, default=5.0, metavar="S",
+                   help="seconds between progress lines on stderr (default 5)")
+    o.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,6 +94,13 @@ def search_params(args: argparse.Namespace) -> dict:
         params["node_limit"] = args.node_limit
     if args.no_prune_level:
         params["prune_level"] = False
+    if args.checkpoint_every is not None and args.checkpoint is None:
+        raise UsageError("--checkpoint-every needs --checkpoint FILE")
+    for key in ("checkpoint", "checkpoint_every", "resume", "profile"):
+        if getattr(args, key) is not None:
+            params[key] = getattr(args, key)
+    if not args.quiet:
+        params["progress"] = args.progress_every
     return params
 
 
@@ -131,4 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             print(report(args.app, args, result, lines), flush=True)
         except BrokenPipeError:                 # `yewpy ... | head`: the reader left early
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 0
+        if args.checkpoint is not None and result.status in ("interrupted", "time_limit", "node_limit"):
+            print(f"yewpy: {result.status.replace('_', ' ')}; checkpoint written to {args.checkpoint}; "
+                  f"continue with --resume {args.checkpoint}", file=sys.stderr, flush=True)
+    return 130 if result.status == "interrupted" else 0

@@ -5,12 +5,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from yewpy._engine import DECISION, ENUMERATION, OPTIMISATION, Core, Engine, monotonic
+from yewpy._engine import Core, Engine, monotonic
+from yewpy.errors import UsageError
 from yewpy.metrics import rank_metrics
+from yewpy.parts import build_result
 from yewpy.result import Result
+from yewpy.session import WATCH_SLICE, Session
+from yewpy.skeletons import Ordered
 from yewpy.skeletons import coordination as make_coordination
-
-KIND_NAMES = {ENUMERATION: "enumeration", DECISION: "decision", OPTIMISATION: "optimisation"}
 
 
 def core_of(problem: Any) -> Core:
@@ -23,18 +25,11 @@ def core_of(problem: Any) -> Core:
                     "Decision or Optimisation, or one of their compiled counterparts)")
 
 
-def counters_of(core: Core) -> dict:
-    """A core's own counters (``core.counters()``, e.g. maxclique's expansions), if it keeps any."""
-    return dict(core.counters()) if hasattr(core, "counters") else {}
-
-
-def _integral(x: Any) -> Any:
-    return int(x) if isinstance(x, float) and x.is_integer() else x
-
-
 def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initial_bound: Any = None,
            initial_solution: Any = None, prune_level: bool | None = None, max_depth: int | None = None,
            time_limit: float | None = None, node_limit: int | None = None, comm: Any = None,
+           checkpoint: str | None = None, checkpoint_every: float | None = None, resume: str | None = None,
+           progress: float | None = None, profile: str | None = None,
            **coordination_params: Any) -> Result:
     """Search ``problem`` and return a :class:`Result`.
 
@@ -45,6 +40,11 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
     siblings (default: the problem's ``prune_level`` attribute).  ``max_depth``: nodes at depth
     >= max_depth are never generated.  ``time_limit`` (seconds) and ``node_limit`` stop early.
     ``comm``: an MPI communicator; by default the job's own when started under an MPI launcher.
+
+    Operations: ``checkpoint`` (a file written at the end, every ``checkpoint_every`` seconds, and
+    on SIGINT/SIGTERM, which then end the search with status ``interrupted``); ``resume`` (a
+    checkpoint of this same problem to continue from, with any number of ranks); ``progress``
+    (seconds between progress lines on stderr); ``profile`` (a JSON file for ``yewpy report``).
     """
     core = core_of(problem)
     coord = make_coordination(coordination, **coordination_params)
@@ -59,78 +59,30 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
     from yewpy.ranks import world
 
     comm = world() if comm is None else comm
-    if comm is not None and comm.Get_size() > 1:
+    rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
+    if isinstance(coord, Ordered) and (checkpoint or resume):
+        raise UsageError("checkpoint and resume do not apply to ordered: its replicable rounds start "
+                         "at the root")
+    session = Session(problem, core, options, start, rank=rank, size=size, checkpoint=checkpoint,
+                      checkpoint_every=checkpoint_every, resume=resume, progress=progress, profile=profile)
+    initial = (initial_bound, initial_solution)
+    if size > 1:
         from yewpy.distributed import run_distributed
 
-        return run_distributed(problem, core, coord, options, comm, start,
-                               initial=(initial_bound, initial_solution))
+        return run_distributed(problem, core, coord, options, comm, start, initial, session)
+    session.load()
     engine = Engine(core, **options)
-    part = summary(engine, coord.drive(engine))
-    part["counters"] = counters_of(core)
+    session.adopt(engine)
+    pool = coord.make_pool()
+    with session.signals():
+        status = coord.drive(engine, session.first_tasks(), poll=session.poll if session.watching else None,
+                             slice_seconds=WATCH_SLICE if session.watching else 0, pool=pool,
+                             profile=session.profile)
+    if status == "stopped" and session.interrupted is not None:
+        status = "interrupted"
+    part = session.final_part(engine, pool, status)
     seconds = time.perf_counter() - start
-    result = build_result(problem, core, [part], seconds, (initial_bound, initial_solution), ranks=1)
+    result = build_result(problem, core, [part, *session.prior_parts()], seconds, initial, ranks=1)
     result.metrics["per_rank"] = [rank_metrics(0, part, seconds)]
-    return result
-
-
-def summary(engine: Engine, status: str) -> dict:
-    """What one worker contributes to the result: picklable, merged by ``build_result``."""
-    return {"status": status, "nodes": engine.nodes, "value": engine.take_value()
-            if engine.core.kind == ENUMERATION else None,
-            "found": engine.found, "witness": engine.witness,
-            "witness_objective": engine.witness_objective, "metrics": engine.metrics()}
-
-
-def _sum_lists(lists: list) -> list:
-    out: list = []
-    for values in lists:
-        out.extend([0] * (len(values) - len(out)))
-        for d, v in enumerate(values):
-            out[d] += v
-    return out
-
-
-def build_result(problem: Any, core: Core, parts: list, seconds: float, initial: tuple,
-                 ranks: int) -> Result:
-    """Merge the workers' summaries into one Result."""
-    kind = KIND_NAMES[core.kind]
-    statuses = {p["status"] for p in parts}
-    metrics = {key: _sum_lists([p["metrics"][key] for p in parts])
-               for key in ("nodes", "backtracks", "prunes", "spawns")}
-    metrics["ranks"] = ranks
-    metrics["counters"] = {}
-    for p in parts:
-        for key, count in p.get("counters", {}).items():
-            metrics["counters"][key] = metrics["counters"].get(key, 0) + count
-    nodes = sum(p["nodes"] for p in parts)
-    stop = next((s for s in ("time_limit", "node_limit") if s in statuses), None)
-    result = Result(kind=kind, status="", nodes=nodes, seconds=seconds, metrics=metrics)
-    if kind == "enumeration":
-        combine = problem.combine
-        value = problem.zero
-        for p in parts:
-            value = combine(value, p["value"])
-        result.value = value
-        result.status = stop or "exhausted"
-    elif kind == "decision":
-        finders = [p for p in parts if p["found"]]
-        result.found = bool(finders)
-        if finders:
-            result.solution = finders[0]["witness"]
-            result.objective = _integral(finders[0]["witness_objective"])
-        result.status = "found" if finders else stop or "exhausted"
-    else:
-        finders = [p for p in parts if p["witness_objective"] is not None]
-        best = None
-        for p in finders:
-            if best is None or core.sign * p["witness_objective"] > core.sign * best["witness_objective"]:
-                best = p
-        initial_bound, initial_solution = initial
-        if best is not None:
-            result.objective = _integral(best["witness_objective"])
-            result.solution = best["witness"]
-        elif initial_bound is not None:
-            result.objective = initial_bound
-            result.solution = initial_solution
-        result.status = stop or "optimal"
+    session.finish([part], result, coord)
     return result

@@ -1,0 +1,100 @@
+"""Worker parts: what one worker's search contributes, and how parts merge into a Result.
+
+A part is a picklable dict (nodes, enumeration value, witness, per-depth metrics, counters) so
+it can travel between ranks and sit in a checkpoint; any number of parts merge into one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from yewpy._engine import DECISION, ENUMERATION, OPTIMISATION, Core, Engine
+from yewpy.result import Result
+
+KIND_NAMES = {ENUMERATION: "enumeration", DECISION: "decision", OPTIMISATION: "optimisation"}
+METRICS = ("nodes", "backtracks", "prunes", "spawns")
+
+
+def counters_of(core: Core) -> dict:
+    """A core's own counters (``core.counters()``, e.g. maxclique's expansions), if it keeps any."""
+    return dict(core.counters()) if hasattr(core, "counters") else {}
+
+
+def summary(engine: Engine, status: str) -> dict:
+    """One worker's part (the enumeration value accumulated since the engine last gave it)."""
+    return {"status": status, "nodes": engine.nodes, "value": engine.take_value()
+            if engine.core.kind == ENUMERATION else None,
+            "found": engine.found, "witness": engine.witness,
+            "witness_objective": engine.witness_objective, "metrics": engine.metrics()}
+
+
+def _sum_lists(lists: list) -> list:
+    out: list = []
+    for values in lists:
+        out.extend([0] * (len(values) - len(out)))
+        for d, v in enumerate(values):
+            out[d] += v
+    return out
+
+
+def merge_parts(problem: Any, core: Core, parts: list) -> dict:
+    """One part that accounts for all of ``parts``: sums, the combined value, the best witness."""
+    merged: dict = {"status": "merged", "nodes": sum(p["nodes"] for p in parts), "value": None,
+                    "found": any(p["found"] for p in parts), "witness": None, "witness_objective": None,
+                    "metrics": {key: _sum_lists([p["metrics"][key] for p in parts]) for key in METRICS},
+                    "counters": {}}
+    for p in parts:
+        for key, count in p.get("counters", {}).items():
+            merged["counters"][key] = merged["counters"].get(key, 0) + count
+    if core.kind == ENUMERATION:
+        value = problem.zero
+        for p in parts:
+            value = problem.combine(value, p["value"])
+        merged["value"] = value
+    elif core.kind == DECISION:
+        finder = next((p for p in parts if p["found"]), None)
+        if finder is not None:
+            merged["witness"], merged["witness_objective"] = finder["witness"], finder["witness_objective"]
+    else:
+        for p in parts:
+            score = p["witness_objective"]
+            if score is not None and (merged["witness_objective"] is None
+                                      or core.sign * score > core.sign * merged["witness_objective"]):
+                merged["witness"], merged["witness_objective"] = p["witness"], score
+    return merged
+
+
+def _integral(x: Any) -> Any:
+    return int(x) if isinstance(x, float) and x.is_integer() else x
+
+
+def build_result(problem: Any, core: Core, parts: list, seconds: float, initial: tuple,
+                 ranks: int) -> Result:
+    """Merge the workers' parts into one Result."""
+    kind = KIND_NAMES[core.kind]
+    statuses = {p["status"] for p in parts}
+    merged = merge_parts(problem, core, parts)
+    metrics = dict(merged["metrics"])
+    metrics["ranks"] = ranks
+    metrics["counters"] = merged["counters"]
+    stop = next((s for s in ("interrupted", "time_limit", "node_limit") if s in statuses), None)
+    result = Result(kind=kind, status="", nodes=merged["nodes"], seconds=seconds, metrics=metrics)
+    if kind == "enumeration":
+        result.value = merged["value"]
+        result.status = stop or "exhausted"
+    elif kind == "decision":
+        result.found = merged["found"]
+        if merged["found"]:
+            result.solution = merged["witness"]
+            result.objective = _integral(merged["witness_objective"])
+        result.status = "found" if merged["found"] else stop or "exhausted"
+    else:
+        initial_bound, initial_solution = initial
+        if merged["witness_objective"] is not None:
+            result.objective = _integral(merged["witness_objective"])
+            result.solution = merged["witness"]
+        elif initial_bound is not None:
+            result.objective = initial_bound
+            result.solution = initial_solution
+        result.status = stop or "optimal"
+    return result

@@ -1,0 +1,202 @@
+"""One rank's operational side of a search: progress lines, checkpoints, resume, the profile.
+
+``search()`` makes one :class:`Session` per rank.  On one rank, ``poll`` runs between the
+engine's slices; over MPI the runtime (``yewpy.distributed``) calls the same methods and carries
+their messages.  A session never changes what is searched, only what is reported and saved.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any
+
+from yewpy import checkpoint as ckpt
+from yewpy._engine import ENUMERATION, Core, Engine
+from yewpy.errors import UsageError
+from yewpy.parts import KIND_NAMES, counters_of, merge_parts, summary
+from yewpy.profile import Profile
+
+WATCH_SLICE = 0.05          # seconds of search between two looks when progress or checkpoints are on
+
+
+class Session:
+    """Progress, checkpoint and profile settings of one search, and this rank's state for them."""
+
+    def __init__(self, problem: Any, core: Core, options: dict, start: float, *, rank: int = 0,
+                 size: int = 1, checkpoint: str | None = None, checkpoint_every: float | None = None,
+                 resume: str | None = None, progress: float | None = None,
+                 profile: str | None = None) -> None:
+        if checkpoint_every is not None and checkpoint is None:
+            raise UsageError("checkpoint_every needs a checkpoint file")
+        if checkpoint_every is not None and checkpoint_every <= 0:
+            raise UsageError("checkpoint_every must be positive")
+        if progress is not None and progress <= 0:
+            raise UsageError("progress must be a positive number of seconds")
+        self.problem, self.core, self.start = problem, core, start
+        self.rank, self.size = rank, size
+        self.checkpoint_path, self.every, self.resume_path = checkpoint, checkpoint_every, resume
+        self.progress_every, self.profile_path = progress, profile
+        self.profile = Profile(start) if profile else None
+        self.kind = core.kind
+        self.taken = problem.zero if core.kind == ENUMERATION else None
+        self.prior: dict | None = None          # what the resumed checkpoint had already accounted
+        self.tasks: list | None = None          # this rank's share of the resumed work
+        self.interrupted: int | None = None     # the signal that asked for a final checkpoint
+        self.next_checkpoint = start + checkpoint_every if checkpoint_every else float("inf")
+        self.next_progress = start + progress if progress else float("inf")
+        self.last_progress = (start, 0)
+        self.fingerprint = None
+        if checkpoint or resume:
+            self.fingerprint = ckpt.fingerprint(problem, KIND_NAMES[core.kind], options.get("max_depth"),
+                                                options.get("target"))
+
+    @property
+    def watching(self) -> bool:
+        """True when the search must pause now and then for this session (bounded slices)."""
+        return self.progress_every is not None or self.checkpoint_path is not None
+
+    # -- resume --------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Read the checkpoint to resume (every rank reads it and takes every size-th task)."""
+        from yewpy import __version__
+
+        if self.resume_path is None:
+            return
+        header, prior, tasks = ckpt.read(self.resume_path, self.fingerprint, __version__)
+        self.prior = prior
+        self.tasks = tasks[self.rank::self.size]
+
+    def adopt(self, engine: Engine) -> None:
+        """Seed the engine with the resumed incumbent, so only better solutions are searched for."""
+        if self.prior is not None and self.prior["witness_objective"] is not None:
+            engine.offer(self.prior["witness_objective"])
+
+    def first_tasks(self) -> list | None:
+        """None: start at the root (rank 0 of a fresh search); else the tasks to start from."""
+        if self.tasks is not None:
+            return self.tasks
+        return None if self.rank == 0 else []
+
+    def prior_parts(self) -> list:
+        """The resumed part, counted once (by rank 0's merge)."""
+        return [self.prior] if self.prior is not None else []
+
+    # -- this rank's contribution ----------------------------------------------------------
+
+    def summary(self, engine: Engine, status: str) -> dict:
+        """``yewpy.search_parts.summary``, with the enumeration value accumulated across snapshots."""
+        part = summary(engine, status)
+        if self.kind == ENUMERATION:
+            self.taken = self.problem.combine(self.taken, part["value"])
+            part["value"] = self.taken
+        part["counters"] = counters_of(self.core)
+        return part
+
+    def snapshot(self, engine: Engine, pool: Any) -> dict:
+        """This rank's part with all its unexplored work as tasks (moved from the engine to the pool)."""
+        pool.extend(engine.split(True, True))
+        part = self.summary(engine, "running")
+        part["tasks"] = pool.tasks()
+        return part
+
+    def final_part(self, engine: Engine, pool: Any, status: str) -> dict:
+        """The part this rank ends with; it carries the unexplored work when a checkpoint wants it."""
+        leftover = self.checkpoint_path is not None and status not in ("done", "found")
+        if leftover and engine.active:
+            pool.extend(engine.split(True, True))
+        part = self.summary(engine, status)
+        part["tasks"] = pool.tasks() if leftover else []
+        if self.profile is not None:
+            part["profile"] = self.profile.record()
+        return part
+
+    # -- checkpoints -----------------------------------------------------------------------
+
+    def checkpoint_due(self, now: float) -> bool:
+        return now >= self.next_checkpoint
+
+    def write_checkpoint(self, parts: list, status: str) -> None:
+        """Rank 0: merge every rank's part (and the resumed one) into one checkpoint file."""
+        from yewpy import __version__
+
+        complete = status in ("optimal", "exhausted", "found")     # nothing left to resume
+        tasks = [] if complete else [task for part in parts for task in part.get("tasks", ())]
+        prior = merge_parts(self.problem, self.core, [*parts, *self.prior_parts()])
+        header = {"yewpy_version": __version__, "fingerprint": self.fingerprint,
+                  "problem": type(self.problem).__qualname__, "kind": KIND_NAMES[self.kind],
+                  "status": status, "ranks": self.size, "nodes": prior["nodes"], "tasks": len(tasks),
+                  "incumbent": prior["witness_objective"], "seconds": time.perf_counter() - self.start,
+                  "written": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        ckpt.write(self.checkpoint_path, header, prior, tasks)
+        self.next_checkpoint = (time.perf_counter() + self.every) if self.every else float("inf")
+
+    def finish(self, parts: list, result: Any, coord: Any) -> None:
+        """Rank 0, at the end: the final checkpoint (complete, or with the work left) and the profile."""
+        if self.rank != 0:
+            return
+        if self.checkpoint_path is not None:
+            self.write_checkpoint(parts, result.status)
+        if self.profile_path is not None:
+            from yewpy import profile
+
+            depth = {key: result.metrics[key] for key in ("nodes", "backtracks", "prunes", "spawns")}
+            about = {"problem": type(self.problem).__qualname__, "kind": result.kind,
+                     "coordination": repr(coord), "ranks": self.size, "status": result.status,
+                     "nodes": result.nodes, "seconds": result.seconds}
+            profile.write(self.profile_path, [p["profile"] for p in parts], result.metrics["per_rank"],
+                          depth, about)
+
+    # -- progress ------------------------------------------------------------------------
+
+    def progress_due(self, now: float) -> bool:
+        return now >= self.next_progress
+
+    def print_progress(self, now: float, nodes: int, incumbent: Any, steals: int, idle: int) -> None:
+        """One line on stderr: elapsed, nodes, rate since the last line, incumbent, steals, idle ranks."""
+        nodes += self.prior["nodes"] if self.prior is not None else 0
+        then, before = self.last_progress
+        rate = (nodes - before) / max(now - then, 1e-9)
+        self.last_progress = (now, nodes)
+        self.next_progress = now + self.progress_every
+        best = "" if incumbent is None else f"  incumbent {incumbent:g}"
+        sys.stderr.write(f"yewpy: {now - self.start:7.1f} s  nodes {nodes:,}  ({rate:,.0f}/s){best}  "
+                         f"steals {steals}  idle ranks {idle}/{self.size}\n")
+        sys.stderr.flush()
+
+    # -- one rank: the drive loop's poll ---------------------------------------------------
+
+    def poll(self, engine: Engine, pool: Any) -> bool:
+        """Between slices on a single rank: progress, periodic checkpoints; False after a signal."""
+        if self.interrupted is not None:
+            return False
+        now = time.perf_counter()
+        if self.progress_due(now):
+            self.print_progress(now, engine.nodes, engine.incumbent, 0, 0)
+        if self.checkpoint_due(now):
+            self.write_checkpoint([self.snapshot(engine, pool)], "running")
+        return True
+
+    # -- signals -------------------------------------------------------------------------
+
+    @contextmanager
+    def signals(self):
+        """With a checkpoint file, SIGINT and SIGTERM end the search with a final checkpoint
+        instead of at once (Slurm sends SIGTERM before the wall-time kill)."""
+        if self.checkpoint_path is None or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def note(signum: int, frame: Any) -> None:
+            self.interrupted = signum
+
+        old = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
