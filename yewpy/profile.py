@@ -58,10 +58,8 @@ class Profile:
 
 def write(path: str | Path, records: list[dict], per_rank: list[dict], depth: dict, about: dict) -> None:
     """The whole job's profile as one JSON file (atomically)."""
-    ranks = []
-    for record, row in zip(records, per_rank):
-        ranks.append({**row, **record})
-    doc = {"format": FORMAT, **about, "depth": depth, "ranks": ranks}
+    rows = [{**row, **record} for record, row in zip(records, per_rank)]
+    doc = {"format": FORMAT, **about, "depth": depth, "per_rank": rows}
     atomic_write(path, json.dumps(doc, default=str).encode())
 
 

@@ -1,0 +1,209 @@
+"""Checkpoint and resume: a search cut anywhere and resumed (with any rank count) ends exactly as
+an uninterrupted one; damaged or foreign checkpoints are refused with the file and line."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import time
+
+import pytest
+
+import yewpy
+from support import DepthHistogram, mpiexec, run_ranks, yewpy_cmd
+from yewpy import checkpoint
+from yewpy.apps.knapsack_python import KnapsackPy
+from yewpy.apps.maxclique import MaxClique
+from yewpy.apps.nqueens import NQueens
+from yewpy.errors import InputError
+
+SKELETONS = [("seq", {}), ("stacksteal", {}), ("stacksteal", {"chunked": True}),
+             ("depthbounded", {"spawn_depth": 2}), ("budget", {"backtracks": 50}),
+             ("budget", {"backtracks": 20, "spawn_all": True, "pool": "deque"})]
+
+
+def _resume_in_steps(make, path, skeleton, params, step, **search):
+    """Run ``step`` nodes at a time (the node limit counts this run's nodes), resuming each time from
+    the checkpoint the last run left, until the search completes."""
+    result = make().search(skeleton, checkpoint=str(path), node_limit=step, **params, **search)
+    rounds = 1
+    while result.status == "node_limit":
+        result = make().search(skeleton, checkpoint=str(path), resume=str(path),
+                               node_limit=step, **params, **search)
+        rounds += 1
+    return result, rounds
+
+
+@pytest.mark.parametrize("skeleton, params", SKELETONS)
+def test_enumeration_resumed_many_times_counts_exactly(tmp_path, skeleton, params):
+    whole = NQueens(10).search()
+    result, rounds = _resume_in_steps(lambda: NQueens(10), tmp_path / "q.ckpt", skeleton, params, 4000)
+    assert rounds >= 5
+    assert (result.value, result.nodes, result.status) == (whole.value, whole.nodes, "exhausted")
+
+
+def test_a_python_monoid_resumes_exactly(tmp_path):
+    rng = random.Random(7)
+    shape, fresh = {}, 1
+    for node in range(400):
+        if node < fresh < 400:
+            shape[node] = list(range(fresh, fresh + rng.randrange(1, 4)))
+            fresh += len(shape[node])
+    whole = DepthHistogram(shape).search()
+    result, rounds = _resume_in_steps(lambda: DepthHistogram(shape), tmp_path / "h.ckpt", "stacksteal", {},
+                                      40)
+    assert rounds >= 3 and result.value == whole.value and result.nodes == whole.nodes
+
+
+@pytest.mark.parametrize("skeleton, params", SKELETONS)
+def test_optimisation_resumes_to_the_optimum(tmp_path, skeleton, params, instances):
+    graph = MaxClique.from_file(str(instances / "clique" / "brock200_4.clq"))
+    result, rounds = _resume_in_steps(lambda: graph, tmp_path / "c.ckpt", skeleton, params, 20000)
+    assert rounds >= 3 and result.objective == 17 and result.status == "optimal"
+    assert len(result.solution) == 17 and graph.is_clique(result.solution)
+
+
+def test_python_optimisation_keeps_the_witness_across_resumes(tmp_path):
+    rng = random.Random(3)                 # strongly correlated: a few hundred nodes
+    weights = [rng.randrange(20, 60) for _ in range(30)]
+    profits = [w + 10 + rng.randrange(3) for w in weights]
+    capacity = sum(weights) // 2
+    whole = KnapsackPy(profits, weights, capacity).search()
+    result, rounds = _resume_in_steps(lambda: KnapsackPy(profits, weights, capacity), tmp_path / "k.ckpt",
+                                      "depthbounded", {"spawn_depth": 2}, 60)
+    assert rounds >= 3 and result.objective == whole.objective
+    chosen = result.solution
+    assert sum(profits[i] for i in chosen) == whole.objective and sum(weights[i] for i in chosen) <= capacity
+
+
+def test_a_complete_checkpoint_resumes_to_the_same_answer_at_once(tmp_path):
+    path = tmp_path / "done.ckpt"
+    first = NQueens(8).search(checkpoint=str(path))
+    header, prior, tasks = checkpoint.read(path)
+    assert header["status"] == "exhausted" and tasks == [] and prior["nodes"] == first.nodes
+    again = NQueens(8).search(resume=str(path))
+    assert (again.value, again.nodes) == (92, first.nodes)
+
+
+def test_damaged_foreign_and_missing_checkpoints_are_refused(tmp_path):
+    path = tmp_path / "q.ckpt"
+    NQueens(9).search(checkpoint=str(path), node_limit=2000)
+    data = path.read_bytes()
+    (tmp_path / "cut.ckpt").write_bytes(data[:-10])
+    (tmp_path / "text.ckpt").write_text("hello\n")
+    (tmp_path / "head.ckpt").write_bytes(data[:30])
+    cases = [("cut.ckpt", NQueens(9), 3, "truncated"), ("text.ckpt", NQueens(9), 1, "not a yewpy checkpoint"),
+             ("head.ckpt", NQueens(9), 2, "damaged or cut short"),
+             ("q.ckpt", NQueens(10), 2, "another problem")]
+    for name, problem, line, words in cases:
+        with pytest.raises(InputError) as err:
+            problem.search(resume=str(tmp_path / name))
+        assert err.value.line == line and words in str(err.value)
+        assert str(err.value).startswith(f"{tmp_path / name}:{line}: ")
+    with pytest.raises(InputError, match="cannot read checkpoint"):
+        NQueens(9).search(resume=str(tmp_path / "absent.ckpt"))
+
+
+def test_a_checkpoint_of_another_yewpy_version_is_refused(tmp_path):
+    path = tmp_path / "q.ckpt"
+    NQueens(8).search(checkpoint=str(path), node_limit=100)
+    header, prior, tasks = checkpoint.read(path)
+    checkpoint.write(path, {**header, "yewpy_version": "0.0.1"}, prior, tasks)
+    with pytest.raises(InputError, match="written by yewpy 0.0.1"):
+        NQueens(8).search(resume=str(path))
+
+
+def test_ordered_refuses_checkpoints(tmp_path):
+    with pytest.raises(yewpy.UsageError, match="ordered"):
+        KnapsackPy([1, 2], [1, 2], 2).search("ordered", checkpoint=str(tmp_path / "x"))
+
+
+# -- real ranks, the CLI, signals --------------------------------------------------------------
+
+def _json(out):
+    assert out.returncode in (0, 130), out.stderr
+    return json.loads(next(line for line in out.stdout.splitlines() if line.startswith("{")))
+
+
+def _header(path):
+    return json.loads(path.read_bytes().split(b"\n")[1])
+
+
+@pytest.mark.parametrize("first, then", [(3, 1), (1, 3)])
+def test_enumeration_cut_by_time_limit_resumes_on_other_rank_counts(tmp_path, first, then):
+    ckpt = str(tmp_path / "q.ckpt")
+    cut = _json(run_ranks(first, [*yewpy_cmd(), "nqueens", "15", "--skeleton", "stacksteal", "--json",
+                                  "--checkpoint", ckpt, "--time-limit", "0.6"]))
+    assert cut["status"] == "time_limit" and _header(tmp_path / "q.ckpt")["tasks"] > 0
+    done = _json(run_ranks(then, [*yewpy_cmd(), "nqueens", "15", "--skeleton", "depthbounded", "-d", "3",
+                                  "--json", "--resume", ckpt]))
+    assert (done["value"], done["nodes"], done["status"]) == (2279184, 171129072, "exhausted")
+
+
+@pytest.mark.parametrize("first, then", [(3, 1), (1, 3)])
+def test_optimisation_cut_by_time_limit_resumes_on_other_rank_counts(tmp_path, instances, first, then):
+    graph = str(instances / "clique" / "san200_0.9_3.clq")
+    ckpt = str(tmp_path / "c.ckpt")
+    cut = _json(run_ranks(first, [*yewpy_cmd(), "maxclique", graph, "--skeleton", "stacksteal", "--json",
+                                  "--checkpoint", ckpt, "--time-limit", "0.5"]))
+    assert cut["status"] == "time_limit"
+    done = _json(run_ranks(then, [*yewpy_cmd(), "maxclique", graph, "--skeleton", "stacksteal", "--json",
+                                  "--resume", ckpt]))
+    assert done["objective"] == 44 and len(done["solution"]) == 44 and done["status"] == "optimal"
+
+
+def _start(ranks, args):
+    return subprocess.Popen([mpiexec(), "-n", str(ranks), *yewpy_cmd(), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _wait_for_header(path, status, deadline=30.0):
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if path.exists() and _header(path)["status"] == status:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no {status} checkpoint at {path}")
+
+
+def test_kill_9_loses_only_the_work_since_the_last_checkpoint(tmp_path):
+    path = tmp_path / "q.ckpt"
+    proc = _start(3, ["nqueens", "15", "--skeleton", "stacksteal", "--chunked", "--quiet",
+                      "--checkpoint", str(path), "--checkpoint-every", "0.2"])
+    _wait_for_header(path, "running")
+    time.sleep(0.3)
+    import os
+
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert _header(path)["status"] == "running"          # a whole periodic checkpoint survived
+    done = _json(run_ranks(2, [*yewpy_cmd(), "nqueens", "15", "--json", "--resume", str(path)]))
+    assert (done["value"], done["nodes"]) == (2279184, 171129072)
+
+
+@pytest.mark.parametrize("ranks", [1, 3])
+def test_sigterm_writes_a_final_checkpoint_and_exits_130(tmp_path, ranks):
+    path = tmp_path / "q.ckpt"
+    proc = _start(ranks, ["nqueens", "15", "--skeleton", "budget", "-b", "500", "--json", "--quiet",
+                          "--checkpoint", str(path), "--checkpoint-every", "0.2"])
+    _wait_for_header(path, "running")
+    proc.send_signal(signal.SIGTERM)                       # mpiexec forwards it to every rank
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted; checkpoint written to" in err and "Traceback" not in err
+    assert json.loads(out.strip().splitlines()[-1])["status"] == "interrupted"
+    assert _header(path)["status"] == "interrupted"
+    done = _json(run_ranks(2, [*yewpy_cmd(), "nqueens", "15", "--json", "--resume", str(path)]))
+    assert (done["value"], done["nodes"]) == (2279184, 171129072)
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_the_cli_refuses_a_damaged_checkpoint_on_every_rank(tmp_path, ranks):
+    path = tmp_path / "q.ckpt"
+    NQueens(9).search(checkpoint=str(path), node_limit=2000)
+    path.write_bytes(path.read_bytes()[:-1])
+    out = run_ranks(ranks, [*yewpy_cmd(), "nqueens", "9", "--resume", str(path)], timeout=60)
+    assert out.returncode == 2 and f"yewpy: error: {path}:3: checkpoint is truncated" in out.stderr
+    assert "Traceback" not in out.stderr

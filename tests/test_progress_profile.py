@@ -1,0 +1,87 @@
+"""Progress lines on stderr (rank 0 only, off with --quiet) and search profiles with their report."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from support import run_ranks, yewpy_cmd
+
+LINE = re.compile(r"^yewpy: +\d+\.\d s  nodes ([\d,]+)  \([\d,]+/s\)(  incumbent (\d+))?  steals \d+  "
+                  r"idle ranks (\d+)/(\d+)$")
+
+
+def _run(*args):
+    return subprocess.run([*yewpy_cmd(), *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_progress_lines_come_from_rank_0_and_count_up(ranks):
+    out = run_ranks(ranks, [*yewpy_cmd(), "nqueens", "14", "--skeleton", "stacksteal", "--json",
+                            "--progress-every", "0.2"])
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)                       # stdout stays one JSON object
+    lines = out.stderr.splitlines()
+    matches = [LINE.match(line) for line in lines]
+    assert lines and all(matches), out.stderr
+    counts = [int(m.group(1).replace(",", "")) for m in matches]
+    assert counts == sorted(counts) and counts[-1] <= data["nodes"]
+    assert {int(m.group(5)) for m in matches} == {ranks}
+    assert len(lines) <= data["seconds"] / 0.2 + 2      # one printer, not one per rank
+
+
+def test_progress_shows_the_incumbent_and_quiet_silences_it(instances):
+    graph = instances / "clique" / "san200_0.9_3.clq"
+    out = _run("maxclique", graph, "--progress-every", "0.3", "--time-limit", "1.5")
+    incumbents = [int(m.group(3)) for m in map(LINE.match, out.stderr.splitlines()) if m and m.group(3)]
+    assert out.returncode == 0 and incumbents and incumbents == sorted(incumbents) and incumbents[-1] <= 44
+    quiet = _run("maxclique", graph, "--progress-every", "0.3", "--time-limit", "1", "--quiet")
+    assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+@pytest.mark.parametrize("ranks, skeleton", [(1, ["--skeleton", "depthbounded", "-d", "2"]),
+                                             (2, ["--skeleton", "depthbounded", "-d", "1"]),
+                                             (3, ["--skeleton", "stacksteal"])])
+def test_a_profile_accounts_for_every_node(tmp_path, instances, ranks, skeleton):
+    path = tmp_path / "p.json"
+    out = run_ranks(ranks, [*yewpy_cmd(), "maxclique", str(instances / "clique" / "brock200_1.clq"),
+                            *skeleton, "--json", "--quiet", "--profile", str(path)])
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    doc = json.loads(path.read_text())
+    assert doc["format"] == "yewpy-profile 1" and doc["ranks"] == ranks and doc["status"] == "optimal"
+    assert len(doc["per_rank"]) == ranks and doc["nodes"] == result["nodes"]
+    assert sum(doc["depth"]["nodes"]) == result["nodes"]
+    # every node but the root is accounted inside exactly one task on exactly one rank
+    assert sum(n for row in doc["per_rank"] for n in row["task_nodes"]) + 1 == result["nodes"]
+    for row in doc["per_rank"]:
+        assert len(row["task_seconds"]) == len(row["task_nodes"]) and row["tasks_unrecorded"] == 0
+        assert all(0 <= a <= b <= row["seconds"] + 1e-6 for a, b in row["idle"])
+    if ranks > 1:
+        assert sum(len(row["task_seconds"]) for row in doc["per_rank"]) > ranks
+
+
+def test_report_draws_four_pngs_and_a_summary(tmp_path, instances):
+    path = tmp_path / "p.json"
+    out = run_ranks(2, [*yewpy_cmd(), "maxclique", str(instances / "clique" / "brock200_4.clq"),
+                        "--skeleton", "budget", "-b", "200", "--quiet", "--profile", str(path)])
+    assert out.returncode == 0, out.stderr
+    report = _run("report", path, "--out", tmp_path / "figs")
+    assert report.returncode == 0, report.stderr
+    assert "coefficient of variation" in report.stdout and report.stdout.count("% of nodes") == 2
+    for name in ("task_times.png", "load.png", "timeline.png", "depth.png"):
+        data = (tmp_path / "figs" / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+
+
+def test_report_refuses_what_is_not_a_profile(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "something else"}')
+    out = _run("report", bad)
+    assert out.returncode == 2 and out.stderr.startswith(f"yewpy: error: {bad}:1: not a yewpy profile")
+    bad.write_text("{\n  oops")
+    out = _run("report", bad)
+    assert out.returncode == 2 and f"{bad}:2: not a yewpy profile" in out.stderr
