@@ -3,6 +3,7 @@ answers-agree check, failed and timed-out runs, and merging the tables of severa
 
 import csv
 import os
+import signal
 import statistics
 import subprocess
 import time
@@ -169,3 +170,38 @@ def test_usage_errors(tmp_path, args, message):
     assert out.returncode == 2 and out.stderr.startswith("yewpy: error: "), out.stderr
     assert message in out.stderr
     assert not (tmp_path / "scaling.csv").exists()
+
+
+def test_without_matplotlib_the_csv_is_written_and_the_extra_named(tmp_path, monkeypatch, capsys):
+    from yewpy import scaling, speedup_plot
+
+    monkeypatch.setattr(speedup_plot, "available", lambda: False)
+    runs = [run_row("7", ranks=n) for n in (1, 2)]
+    assert scaling.write_results(tmp_path, runs, "smallest", "test") == 0
+    assert "pip install yewpy[plot]" in capsys.readouterr().err
+    assert len(read_runs(tmp_path / "scaling.csv")) == 2 and not (tmp_path / "speedup.png").exists()
+
+
+def test_merge_of_a_missing_folder_names_the_file(tmp_path):
+    out = scaling("--merge", tmp_path / "nowhere", "--out", tmp_path / "all")
+    assert out.returncode == 2
+    assert out.stderr == f"yewpy: error: {tmp_path / 'nowhere' / 'scaling.csv'}: cannot read: " \
+                         "No such file or directory\n"
+
+
+def test_sigterm_stops_the_run_in_flight_and_writes_the_table(tmp_path):
+    mark = f"YEWPY_TEST_MARK_{uuid.uuid4().hex}"
+    harness = subprocess.Popen([*yewpy_cmd(), "scaling", "--ranks", "2", "--repeat", "1", "--skeletons",
+                                "stacksteal", "--out", str(tmp_path), "--", "nqueens", "22"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=dict(os.environ, YEWPY_TEST_MARK=mark))
+    assert "1 runs of `nqueens 22`" in harness.stderr.readline()
+    deadline = time.monotonic() + 30
+    while len(marked_processes(mark)) < 3 and time.monotonic() < deadline:   # harness, mpiexec, ranks
+        time.sleep(0.2)
+    harness.send_signal(signal.SIGTERM)
+    stdout, stderr = harness.communicate(timeout=30)
+    assert harness.returncode == 130 and "interrupted; writing the runs finished so far" in stderr, stderr
+    assert read_runs(tmp_path / "scaling.csv") == []
+    time.sleep(0.5)
+    assert marked_processes(mark) == []

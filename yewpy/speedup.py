@@ -139,7 +139,7 @@ def read_runs(path: Path) -> list[Run]:
     try:
         text = path.read_text()
     except OSError as error:
-        raise InputError(str(path), 0, f"cannot read: {error.strerror}") from None
+        raise InputError(str(path), None, f"cannot read: {error.strerror}") from None
     reader = csv.DictReader(io.StringIO(text))
     if reader.fieldnames is None or not set(COLUMNS) <= set(reader.fieldnames):
         raise InputError(str(path), 1, f"not a scaling.csv: the header must be {','.join(COLUMNS)}")
