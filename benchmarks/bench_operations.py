@@ -6,7 +6,7 @@ with ``--profile``, on 1 and 2 ranks; prints the median search seconds and each 
 to the baseline's (1.00 = free).
 
     python benchmarks/bench_operations.py --repeat 5
-    python benchmarks/bench_operations.py --ranks 1 --app maxclique ../shared/instances/clique/san200_0.9_3.clq
+    python benchmarks/bench_operations.py --ranks 1 --app maxclique g.clq
 """
 
 from __future__ import annotations

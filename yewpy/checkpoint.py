@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pickle
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from yewpy.atomic import write_atomic
 from yewpy.errors import InputError
 
 MAGIC = b"yewpy-checkpoint 1\n"
@@ -39,36 +38,13 @@ def fingerprint(problem: Any, kind: str, max_depth: Any, target: Any) -> str:
     return digest.hexdigest()
 
 
-def atomic_write(path: str | Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a reader sees the old file or the new one, whole."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    try:                                          # make the rename itself durable
-        dir_fd = os.open(path.parent or ".", os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError:
-        pass
-
-
 def write(path: str | Path, header: dict, prior: dict, tasks: list) -> None:
     """Write one checkpoint atomically; ``header`` gets the payload's length and digest added."""
     import cloudpickle
 
     payload = cloudpickle.dumps({"prior": prior, "tasks": tasks}, protocol=4)
     header = {**header, "payload_bytes": len(payload), "payload_sha256": hashlib.sha256(payload).hexdigest()}
-    atomic_write(path, MAGIC + json.dumps(header, default=str).encode() + b"\n" + payload)
+    write_atomic(path, MAGIC + json.dumps(header, default=str).encode() + b"\n" + payload)
 
 
 def read(path: str | Path, fingerprint: str | None = None, version: str | None = None) -> tuple:

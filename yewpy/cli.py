@@ -16,7 +16,7 @@ from yewpy.metrics import table
 from yewpy.result import Result
 
 # subcommands that are not searches: name -> module with configure(parser) and run(args) -> exit status
-TOOLS: dict[str, str] = {"report": "yewpy.report"}
+TOOLS: dict[str, str] = {"report": "yewpy.report", "scaling": "yewpy.scaling"}
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

@@ -13,7 +13,7 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-from yewpy.checkpoint import atomic_write
+from yewpy.atomic import write_atomic
 from yewpy.errors import InputError
 
 MAX_TASKS = 1_000_000       # per rank; later tasks are only counted, to bound memory
@@ -60,7 +60,7 @@ def write(path: str | Path, records: list[dict], per_rank: list[dict], depth: di
     """The whole job's profile as one JSON file (atomically)."""
     rows = [{**row, **record} for record, row in zip(records, per_rank)]
     doc = {"format": FORMAT, **about, "depth": depth, "per_rank": rows}
-    atomic_write(path, json.dumps(doc, default=str).encode())
+    write_atomic(path, json.dumps(doc, default=str).encode())
 
 
 def read(path: str | Path) -> dict:
