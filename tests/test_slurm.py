@@ -215,3 +215,23 @@ def test_scripts_run_a_search_and_pass_sigterm_on(tmp_path, fake_bin):
     stdout, stderr = script.communicate(timeout=30)
     assert script.returncode == 7 and "search got SIGTERM" in stdout and "passing it on" in stderr
     assert time.monotonic() - start < 10
+
+
+def test_a_job_resubmitted_with_yewpy_checkpoint_continues_the_search(tmp_path, fake_bin):
+    ckpt = tmp_path / "q.ckpt"
+    env = slurm_env(tmp_path, fake_bin, SLURM_JOB_ID="4", SLURM_NTASKS="2", SLURM_NNODES="1",
+                    YEWPY_CHECKPOINT=str(ckpt), YEWPY_CHECKPOINT_EVERY="0.2")
+    leg = ["bash", str(SLURM / "one-node.sbatch"), "nqueens", "15", "--skeleton", "stacksteal", "--json",
+           "--quiet"]
+    first = subprocess.Popen(leg, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    end = time.monotonic() + 30
+    while not ckpt.exists() and time.monotonic() < end:
+        time.sleep(0.05)
+    first.send_signal(signal.SIGTERM)                  # the wall-time warning, to the batch shell
+    _, stderr = first.communicate(timeout=60)
+    assert first.returncode == 130 and "checkpoint written to" in stderr, stderr
+    second = subprocess.run(leg, capture_output=True, text=True, env=env, timeout=120)
+    assert second.returncode == 0, second.stderr
+    data = json.loads(second.stdout)
+    assert (data["value"], data["nodes"]) == (2279184, 171129072)
+    assert "--resume" in (tmp_path / "launches.log").read_text().splitlines()[-1]

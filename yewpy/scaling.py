@@ -169,7 +169,7 @@ def run_once(argv: list[str], timeout: float) -> tuple[dict, float]:
 def measure(config: Config, ranks: int, repeat: int, command: Sequence[str], args: argparse.Namespace
             ) -> Run:
     """Time ``config`` on ``ranks`` ranks once (seq runs as one plain process, without a launcher)."""
-    search = [*yewpy_command(), *command, *config.flags(), "--json"]
+    search = [*yewpy_command(), *command, *config.flags(), "--json", "--quiet"]
     if config.skeleton == "seq":
         argv, hosts = search, 1
     else:
