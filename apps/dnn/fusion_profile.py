@@ -15,6 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from yewpy.apps.dnn import jsonfile
 from yewpy.errors import InputError, UsageError
 
 NS = 1e9            # ns per second
@@ -75,6 +76,9 @@ class Profile:
                          ("update", update)):
             if not math.isfinite(x) or x < 0:
                 raise UsageError(f"{label} must be a finite number >= 0, got {x}")
+        for row in tensors:
+            if not (math.isfinite(row[1]) and math.isfinite(row[2])):
+                raise UsageError(f"tensor {row[0]!r}: bytes and backward seconds must be finite")
         return cls(name=name, tensors=tuple(t[0] for t in tensors), nbytes=tuple(int(t[1]) for t in tensors),
                    backward_ns=tuple(round(t[2] * NS) for t in tensors), alpha_ns=round(alpha * NS),
                    beta_fs=round(beta * FS), gamma_fs=round(gamma * FS), forward_ns=round(forward * NS),
@@ -202,108 +206,42 @@ def bert_large(batch: int = 8, seq: int = 512, **hardware: float) -> Profile:
     return _layers_to_profile(f"bert-large-b{batch}-s{seq}", layers, total, hw)
 
 
-# -- JSON profiles -------------------------------------------------------------------------------
+# -- JSON profiles (errors name the line of the offending object) -------------------------------------------------------------------------------
 
-def _entries(text: str, path: str) -> tuple[dict, list[int]]:
-    """Parse a JSON object; also return the offset where each element of its "tensors" array starts."""
-    decoder = json.JSONDecoder()
-
-    def ws(i: int) -> int:
-        while i < len(text) and text[i] in " \t\r\n":
-            i += 1
-        return i
-
-    def fail(i: int, message: str) -> None:
-        raise InputError(path, text.count("\n", 0, i) + 1, message)
-
-    obj: dict = {}
-    starts: list[int] = []
-    i = ws(0)
-    if not text.startswith("{", i):
-        fail(i, "a fusion profile is a JSON object")
-    i = ws(i + 1)
-    try:
-        while not text.startswith("}", i):
-            key, i = decoder.raw_decode(text, i)
-            i = ws(i)
-            if not isinstance(key, str) or not text.startswith(":", i):
-                fail(i, "expected a key and ':'")
-            i = ws(i + 1)
-            if key == "tensors" and text.startswith("[", i):
-                value, i = [], ws(i + 1)
-                while not text.startswith("]", i):
-                    starts.append(i)
-                    item, i = decoder.raw_decode(text, i)
-                    value.append(item)
-                    i = ws(i)
-                    if text.startswith(",", i):
-                        i = ws(i + 1)
-                    elif not text.startswith("]", i):
-                        fail(i, "expected ',' or ']' in the tensors list")
-                i += 1
-            else:
-                value, i = decoder.raw_decode(text, i)
-            obj[key] = value
-            i = ws(i)
-            if text.startswith(",", i):
-                i = ws(i + 1)
-            elif not text.startswith("}", i):
-                fail(i, "expected ',' or '}'")
-    except json.JSONDecodeError as exc:
-        raise InputError(path, exc.lineno, f"invalid JSON: {exc.msg}") from None
-    if ws(i + 1) != len(text):
-        fail(ws(i + 1), "text after the profile object")
-    return obj, starts
+_TOP = {"name", "alpha", "beta", "gamma", "forward", "update", "tensors"}
 
 
 def read_profile(path: str) -> Profile:
     """A profile from JSON: ``{"name", "alpha", "beta", "gamma", "forward", "update", "tensors":
     [{"name", "bytes", "backward"}, ...]}`` (seconds, bytes, seconds per byte; tensors in backward
     order; alpha and beta are the whole all-reduce's latency and per-byte cost)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    obj, starts = _entries(text, path)
-
-    def number(value: object, where: int, label: str, integer: bool = False) -> float:
-        line = text.count("\n", 0, where) + 1
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise InputError(path, line, f"{label} must be a number >= 0, got {value!r}")
-        if integer and value != int(value):
-            raise InputError(path, line, f"{label} must be a whole number of bytes, got {value!r}")
-        return value
-
-    known = {"name", "alpha", "beta", "gamma", "forward", "update", "tensors"}
-    for key in obj:
-        if key not in known:
-            raise InputError(path, text.count("\n", 0, text.find(f'"{key}"')) + 1,
-                             f"unknown key {key!r} (expected {', '.join(sorted(known))})")
-    for key in ("alpha", "beta", "tensors"):
-        if key not in obj:
-            raise InputError(path, 1, f"missing key {key!r}")
-    if not isinstance(obj["tensors"], list) or not obj["tensors"]:
-        raise InputError(path, text.count("\n", 0, text.find('"tensors"')) + 1,
-                         "'tensors' must be a non-empty list")
-    costs = {}
-    for key in ("alpha", "beta", "gamma", "forward", "update"):
-        costs[key] = number(obj.get(key, 0), text.find(f'"{key}"'), key)
+    doc = jsonfile.load(path)
+    if not isinstance(doc, jsonfile.Obj):
+        raise InputError(path, 1, "a fusion profile is a JSON object")
+    for key in doc:
+        if key not in _TOP:
+            raise InputError(path, doc.line, f"unknown field {key!r} (expected {', '.join(sorted(_TOP))})")
+    costs = {key: jsonfile.field(path, doc, key, float, None if key in ("alpha", "beta") else 0.0)
+             for key in ("alpha", "beta", "gamma", "forward", "update")}
+    raw = doc.get("tensors")
+    if not isinstance(raw, list) or not raw:
+        raise InputError(path, doc.line, "'tensors' must be a non-empty list of objects")
     rows = []
-    for k, (item, where) in enumerate(zip(obj["tensors"], starts)):
-        line = text.count("\n", 0, where) + 1
-        if not isinstance(item, dict) or "bytes" not in item or "backward" not in item:
-            raise InputError(path, line, f"tensor {k} must be an object with 'bytes' and 'backward'")
-        extra = set(item) - {"name", "bytes", "backward"}
-        if extra:
-            raise InputError(path, line, f"tensor {k} has unknown keys {sorted(extra)}")
-        rows.append((str(item.get("name", f"t{k}")), number(item["bytes"], where, f"tensor {k} bytes", True),
-                     number(item["backward"], where, f"tensor {k} backward")))
-    name = str(obj.get("name", path))
+    for k, obj in enumerate(raw):
+        if not isinstance(obj, jsonfile.Obj):
+            raise InputError(path, doc.line, f"tensor {k} must be an object, got {obj!r}")
+        for key in obj:
+            if key not in ("name", "bytes", "backward"):
+                raise InputError(path, obj.line, f"tensor {k}: unknown field {key!r}")
+        rows.append((jsonfile.field(path, obj, "name", str, f"t{k}", None),
+                     jsonfile.field(path, obj, "bytes", int), jsonfile.field(path, obj, "backward", float)))
+    for key, value in costs.items():
+        if not math.isfinite(value):
+            raise InputError(path, doc.line, f"field {key!r} must be finite")
     try:
-        return Profile.from_seconds(name, rows, **costs)
+        return Profile.from_seconds(str(doc.get("name", path)), rows, **costs)
     except UsageError as exc:
-        raise InputError(path, 1, str(exc)) from None
+        raise InputError(path, doc.line, str(exc)) from None
 
 
 def write_profile(profile: Profile) -> str:
