@@ -89,16 +89,19 @@ def solve(args: argparse.Namespace, coordination: Any = "seq", **params: Any) ->
                                  "cap_bytes": problem.cap_bytes},
                      "plan": problem.describe(plan),
                      "baselines": {k: problem.describe(p) for k, p in baselines.items()}}
-    lines = [f"Profile: {profile.name}: {len(profile.tensors)} tensors, {profile.total_bytes / 1e6:.1f} MB of "
-             f"gradients, forward {_ms(profile.forward_ns)}, backward {_ms(profile.ready_ns[-1])}",
+    iteration = problem.iteration_seconds(plan)
+    sizes = result.extras["plan"]["bucket_bytes"]
+    lines = [f"Profile: {profile.name}: {len(profile.tensors)} tensors, "
+             f"{profile.total_bytes / 1e6:.1f} MB of gradients, forward {_ms(profile.forward_ns)}, "
+             f"backward {_ms(profile.ready_ns[-1])}",
              f"Variant: {args.streams} stream(s), bucket cap {args.max_buckets or 'none'}, "
              f"bytes cap {f'{args.cap_mb:g} MiB' if args.cap_mb else 'none'}",
-             f"Method {args.method}: {len(plan.ends)} buckets, iteration {problem.iteration_seconds(plan) * 1e3:.3f} ms, "
+             f"Method {args.method}: {len(plan.ends)} buckets, iteration {iteration * 1e3:.3f} ms, "
              f"all-reduce exposed {_ms(plan.comm_ns - profile.ready_ns[-1])}"
              + ("" if plan.feasible else " (violates a cap)"),
-             f"Bucket sizes (MB): {' '.join(f'{b / 1e6:.1f}' for b in problem.describe(plan)['bucket_bytes'])}"]
+             "Bucket sizes (MB): " + " ".join(f"{b / 1e6:.1f}" for b in sizes)]
     for name, other in baselines.items():
-        ratio = problem.iteration_seconds(other) / problem.iteration_seconds(plan)
+        ratio = problem.iteration_seconds(other) / iteration
         lines.append(f"  {name:<16} {len(other.ends):4d} buckets  iteration "
                      f"{problem.iteration_seconds(other) * 1e3:10.3f} ms  = {ratio:.3f}x"
                      + ("" if other.feasible else "  (violates a cap)"))

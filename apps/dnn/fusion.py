@@ -9,12 +9,12 @@ minimising core) that also handles several streams and equals the DP where both 
 ``no_fusion``, ``single_bucket`` and ``fixed`` (PyTorch DDP's size-capped buckets) are the baselines.
 
 >>> from yewpy.apps.dnn.fusion_profile import Profile
->>> p = Profile("toy", ("a", "b", "c"), (100, 100, 100), (10, 10, 10), alpha_ns=50, beta_fs=100_000)
->>> f = Fusion(p)
->>> f.dp().ends, f.dp().comm_ns, f.no_fusion().comm_ns
-([3], 80, 180)
+>>> p = Profile("toy", ("a", "b", "c"), (1000, 100, 100), (10, 300, 10), alpha_ns=50, beta_fs=100_000)
+>>> f = Fusion(p)                # the big first gradient goes alone, the two late ones together
+>>> f.dp().ends, f.dp().comm_ns, f.no_fusion().comm_ns, f.single_bucket().comm_ns
+([1, 3], 390, 430, 490)
 >>> f.search().objective
-80
+390
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ class Fusion:
         self._costs = (profile.alpha_ns, profile.beta_fs, profile.gamma_fs)
         fewest = self.core().min_buckets(0)
         if max_buckets and fewest > max_buckets:
-            raise UsageError(f"the bytes cap needs at least {fewest} buckets, more than the cap of {max_buckets}")
+            raise UsageError(f"the bytes cap needs at least {fewest} buckets, more than the cap of "
+                             f"{max_buckets}")
 
     # -- plans ------------------------------------------------------------------------------------
 
@@ -117,7 +118,8 @@ class Fusion:
     def dp(self) -> Plan:
         """The exact optimum on one stream (with the caps) by dynamic programming."""
         if self.streams != 1:
-            raise UsageError("the DP is exact for one stream only; use the branch and bound for --streams > 1")
+            raise UsageError("the DP is exact for one stream only; use the branch and bound (bnb) for "
+                             "--streams > 1")
         _, ends = dp(self.profile.nbytes, self.ready, *self._costs, self.max_buckets, self.cap_bytes)
         return self.evaluate(ends)
 

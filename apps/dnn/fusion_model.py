@@ -32,7 +32,8 @@ def profile_from_model(model: Model, cluster: Cluster, batch: int = 8, seq: int 
     hbm = min(g.hbm_bandwidth for g in groups)
     gpus_per_node = min(g.gpus_per_node for g in groups)
     nodes = sum(g.nodes for g in groups)
-    alpha, beta = allreduce_coefficients(gpus_per_node, nodes, cluster.intra_bandwidth, cluster.inter_bandwidth,
+    alpha, beta = allreduce_coefficients(gpus_per_node, nodes, cluster.intra_bandwidth,
+                                         cluster.inter_bandwidth,
                                          cluster.intra_latency, cluster.inter_latency)
     rows, carry = [], 0.0
     for block in reversed(model.blocks):

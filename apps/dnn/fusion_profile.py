@@ -102,7 +102,9 @@ def allreduce_coefficients(gpus_per_node: int, nodes: int, intra_bandwidth: floa
     """
     k1, k2 = gpus_per_node, nodes
     alpha = 2 * (k1 - 1) * intra_latency + 2 * (k2 - 1) * inter_latency
-    beta = 2 * (k1 - 1) / k1 / intra_bandwidth + (2 * (k2 - 1) / k2 / (k1 * inter_bandwidth) if k2 > 1 else 0.0)
+    beta = 2 * (k1 - 1) / k1 / intra_bandwidth
+    if k2 > 1:
+        beta += 2 * (k2 - 1) / k2 / (k1 * inter_bandwidth)
     return alpha, beta
 
 
@@ -206,7 +208,7 @@ def bert_large(batch: int = 8, seq: int = 512, **hardware: float) -> Profile:
     return _layers_to_profile(f"bert-large-b{batch}-s{seq}", layers, total, hw)
 
 
-# -- JSON profiles (errors name the line of the offending object) -------------------------------------------------------------------------------
+# -- JSON profiles (errors name the line of the offending object) ------------------------------
 
 _TOP = {"name", "alpha", "beta", "gamma", "forward", "update", "tensors"}
 
@@ -249,6 +251,7 @@ def write_profile(profile: Profile) -> str:
     tensors = [{"name": t, "bytes": b, "backward": s / NS}
                for t, b, s in zip(profile.tensors, profile.nbytes, profile.backward_ns)]
     head = {"name": profile.name, "alpha": profile.alpha_ns / NS, "beta": profile.beta_fs / FS,
-            "gamma": profile.gamma_fs / FS, "forward": profile.forward_ns / NS, "update": profile.update_ns / NS}
+            "gamma": profile.gamma_fs / FS, "forward": profile.forward_ns / NS,
+            "update": profile.update_ns / NS}
     lines = json.dumps(head)[:-1] + ', "tensors": [\n'
     return lines + ",\n".join(json.dumps(t) for t in tensors) + "\n]}\n"
