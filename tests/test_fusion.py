@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support import assert_names_line, run_ranks, yewpy_cmd
 import yewpy.apps.dnn.fusion
+from support import assert_names_line, run_ranks, yewpy_cmd
 from yewpy.apps.dnn.cluster import load_cluster
 from yewpy.apps.dnn.fusion import MIB, Fusion
 from yewpy.apps.dnn.fusion_model import profile_from_model
