@@ -24,6 +24,7 @@ class Result:
     objective: Any = None
     solution: Any = None
     metrics: dict = field(default_factory=dict)
+    extras: dict = field(default_factory=dict)   # app-specific JSON fields, merged into the CLI's --json
 
     @property
     def answer(self) -> Any:

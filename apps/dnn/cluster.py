@@ -1,0 +1,178 @@
+"""Clusters: groups of identical GPU nodes, from datasheet presets, a spec string or a JSON file.
+
+Stable API (the fusion app builds on it):
+
+- ``load_cluster(spec) -> Cluster``: ``spec`` is ``PRESET:NODESxGPUS`` groups joined by ``+``
+  (``dgx-a100-80g:4x8+dgx-v100-32g:4x8``; ``PRESET`` alone is one node) or a JSON file path.
+- ``Cluster.groups``: list of :class:`DeviceGroup` with ``nodes``, ``gpus_per_node``, ``gpus``,
+  ``memory`` (bytes per GPU), ``peak_flops`` (FLOP/s per GPU, dense 16-bit), ``hbm_bandwidth``,
+  ``intra_bandwidth``/``inter_bandwidth`` (bytes/s per GPU, one direction: NVLink inside a node,
+  the NIC share between nodes) and ``intra_latency``/``inter_latency`` (seconds).
+- ``Cluster.intra_bandwidth``, ``inter_bandwidth`` (the slowest group's), ``intra_latency``,
+  ``inter_latency`` (the largest), ``gpus``; ``Cluster.link(a, b)`` the inter-node bandwidth and
+  latency between two groups (the slower side).
+
+JSON form (units: GiB, TFLOP/s, GB/s = 1e9 bytes/s, microseconds; a group may name a ``preset``
+and override fields)::
+
+    {"groups": [{"preset": "dgx-a100-80g", "nodes": 4},
+                {"name": "v100", "nodes": 2, "gpus_per_node": 8, "memory_gib": 32, "peak_tflops": 125,
+                 "hbm_gbps": 900, "intra_gbps": 150, "inter_gbps": 12.5,
+                 "intra_latency_us": 5, "inter_latency_us": 15}]}
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from yewpy.apps.dnn import jsonfile
+from yewpy.errors import InputError, UsageError
+
+__all__ = ["Cluster", "DeviceGroup", "PRESETS", "load_cluster", "parse_spec", "read_cluster"]
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class DeviceGroup:
+    """``nodes`` identical nodes of ``gpus_per_node`` GPUs each."""
+
+    name: str
+    nodes: int
+    gpus_per_node: int
+    memory: float           # bytes per GPU
+    peak_flops: float       # FLOP/s per GPU (dense bf16/fp16)
+    hbm_bandwidth: float    # bytes/s per GPU
+    intra_bandwidth: float  # bytes/s per GPU per direction inside a node
+    inter_bandwidth: float  # bytes/s per GPU per direction between nodes (NIC share)
+    intra_latency: float    # seconds per message inside a node
+    inter_latency: float    # seconds per message between nodes
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+def _preset(name: str, g: int, mem_gib: float, tflops: float, hbm: float, nvlink: float, nic: float,
+            intra_us: float = 5.0, inter_us: float = 15.0) -> DeviceGroup:
+    return DeviceGroup(name, 1, g, mem_gib * GIB, tflops * 1e12, hbm * 1e9, nvlink * 1e9, nic * 1e9,
+                       intra_us * 1e-6, inter_us * 1e-6)
+
+
+# Datasheet values (dense 16-bit peak, NVLink per direction, one NIC per GPU unless noted).
+PRESETS = {p.name: p for p in (
+    _preset("dgx-a100-80g", 8, 80, 312, 2039, 300, 25),
+    _preset("dgx-a100-40g", 8, 40, 312, 1555, 300, 25),
+    _preset("dgx-h100-80g", 8, 80, 989, 3350, 450, 50),
+    _preset("dgx-v100-32g", 8, 32, 125, 900, 150, 12.5),
+    _preset("dgx-v100-16g", 8, 16, 125, 900, 150, 12.5),
+    _preset("p3.16xlarge", 8, 16, 125, 900, 150, 25 / 8 / 8),      # 25 Gb/s per node
+    _preset("rtx-titan-24g", 8, 24, 130, 672, 16, 12.5 / 8),          # PCIe box, 100 Gb/s per node
+)}
+
+
+@dataclass
+class Cluster:
+    """Device groups; between groups the slower side's NIC share and latency apply."""
+
+    groups: list[DeviceGroup]
+
+    @property
+    def gpus(self) -> int:
+        return sum(g.gpus for g in self.groups)
+
+    @property
+    def intra_bandwidth(self) -> float:
+        return min(g.intra_bandwidth for g in self.groups)
+
+    @property
+    def inter_bandwidth(self) -> float:
+        return min(g.inter_bandwidth for g in self.groups)
+
+    @property
+    def intra_latency(self) -> float:
+        return max(g.intra_latency for g in self.groups)
+
+    @property
+    def inter_latency(self) -> float:
+        return max(g.inter_latency for g in self.groups)
+
+    def link(self, a: DeviceGroup, b: DeviceGroup) -> tuple[float, float]:
+        """Inter-node (bandwidth, latency) between a GPU of ``a`` and one of ``b``."""
+        return min(a.inter_bandwidth, b.inter_bandwidth), max(a.inter_latency, b.inter_latency)
+
+    def describe(self) -> str:
+        return "+".join(f"{g.name}:{g.nodes}x{g.gpus_per_node}" for g in self.groups)
+
+
+_SPEC = re.compile(r"^([A-Za-z0-9_.\-]+?)(?::(\d+)x(\d+))?$")
+
+
+def parse_spec(spec: str) -> Cluster:
+    """``PRESET:NODESxGPUS[+...]``; GPUS may be at most the preset's GPUs per node."""
+    groups = []
+    for part in spec.split("+"):
+        m = _SPEC.match(part.strip())
+        if not m or m.group(1) not in PRESETS:
+            raise UsageError(f"bad cluster group {part!r}: expected PRESET:NODESxGPUS with PRESET one of "
+                             f"{', '.join(PRESETS)}")
+        base = PRESETS[m.group(1)]
+        nodes = int(m.group(2) or 1)
+        g = int(m.group(3) or base.gpus_per_node)
+        if nodes < 1 or g < 1:
+            raise UsageError(f"bad cluster group {part!r}: nodes and GPUs per node must be positive")
+        groups.append(replace(base, nodes=nodes, gpus_per_node=g))
+    return Cluster(groups)
+
+
+_JSON_FIELDS = {"name": ("name", 1.0), "nodes": ("nodes", 1.0), "gpus_per_node": ("gpus_per_node", 1.0),
+                "memory_gib": ("memory", GIB), "peak_tflops": ("peak_flops", 1e12),
+                "hbm_gbps": ("hbm_bandwidth", 1e9), "intra_gbps": ("intra_bandwidth", 1e9),
+                "inter_gbps": ("inter_bandwidth", 1e9), "intra_latency_us": ("intra_latency", 1e-6),
+                "inter_latency_us": ("inter_latency", 1e-6)}
+
+
+def read_cluster(path: str) -> Cluster:
+    """A cluster from a JSON file (see the module docstring); errors name the offending line."""
+    doc = jsonfile.load(path)
+    if not isinstance(doc, jsonfile.Obj) or not isinstance(doc.get("groups"), list) or not doc["groups"]:
+        raise InputError(path, getattr(doc, "line", 1), "a cluster file is an object with a non-empty "
+                                                        "'groups' list")
+    for key in doc:
+        if key != "groups":
+            raise InputError(path, doc.line, f"unknown field {key!r}")
+    groups = []
+    for obj in doc["groups"]:
+        if not isinstance(obj, jsonfile.Obj):
+            raise InputError(path, doc.line, f"each group must be an object, got {obj!r}")
+        for key in obj:
+            if key not in _JSON_FIELDS and key != "preset":
+                raise InputError(path, obj.line, f"unknown field {key!r}")
+        base = None
+        if "preset" in obj:
+            preset = jsonfile.field(path, obj, "preset", str, minimum=None)
+            if preset not in PRESETS:
+                raise InputError(path, obj.line, f"unknown preset {preset!r}")
+            base = PRESETS[preset]
+        values = {}
+        for key, (attr, scale) in _JSON_FIELDS.items():
+            if key == "name":
+                label = base.name if base else f"group{len(groups)}"
+                values[attr] = jsonfile.field(path, obj, key, str, label, None)
+                continue
+            kind = int if key in ("nodes", "gpus_per_node") else float
+            default = None if base is None else getattr(base, attr) / scale
+            value = jsonfile.field(path, obj, key, kind, default, minimum=0)
+            if value <= 0 and key not in ("intra_latency_us", "inter_latency_us"):
+                raise InputError(path, obj.line, f"field {key!r} must be positive, got {value!r}")
+            values[attr] = kind(value * scale) if kind is int else value * scale
+        groups.append(DeviceGroup(**values))
+    return Cluster(groups)
+
+
+def load_cluster(spec: str) -> Cluster:
+    """A spec string or a JSON file path."""
+    if spec.endswith(".json") or "/" in spec:
+        return read_cluster(spec)
+    return parse_spec(spec)

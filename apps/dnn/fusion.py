@@ -1,0 +1,176 @@
+"""Tensor fusion for wait-free backpropagation: bucket the gradients to minimise iteration time.
+
+Gradients appear one by one during the backward pass; a bucket (contiguous gradients) is
+all-reduced once its last gradient exists and its stream is free, at an alpha-beta cost.  Few
+buckets pay alpha few times but start late; many buckets overlap with the backward pass but pay
+alpha often.  ``Fusion.dp()`` is the exact O(N^2) dynamic program (one stream, optionally a bucket
+count cap and a bytes cap per bucket); ``Fusion.search()`` is a branch and bound (a compiled
+minimising core) that also handles several streams and equals the DP where both apply.
+``no_fusion``, ``single_bucket`` and ``fixed`` (PyTorch DDP's size-capped buckets) are the baselines.
+
+>>> from yewpy.apps.dnn.fusion_profile import Profile
+>>> p = Profile("toy", ("a", "b", "c"), (1000, 100, 100), (10, 300, 10), alpha_ns=50, beta_fs=100_000)
+>>> f = Fusion(p)                # the big first gradient goes alone, the two late ones together
+>>> f.dp().ends, f.dp().comm_ns, f.no_fusion().comm_ns, f.single_bucket().comm_ns
+([1, 3], 390, 430, 490)
+>>> f.search().objective
+390
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from yewpy.apps.dnn._fusion import MAX_STREAMS, FusionCore, dp, replay
+from yewpy.apps.dnn.fusion_profile import NS, Profile
+from yewpy.errors import UsageError
+from yewpy.result import Result
+
+__all__ = ["MIB", "Fusion", "Plan"]
+
+MIB = 1 << 20
+
+
+@dataclass
+class Plan:
+    """A bucketing and its schedule: ``ends[k]`` is one past bucket k's last tensor (backward order)."""
+
+    ends: list[int]
+    ranks: list[int] | None
+    comm_ns: int                         # end of the last all-reduce, from the start of the backward
+    schedule: list[tuple[int, int, int]]  # (start ns, end ns, stream) per bucket
+    feasible: bool = True
+
+    def buckets(self) -> list[tuple[int, int]]:
+        """(first, last) tensor index of every bucket."""
+        return [(a, b - 1) for a, b in zip([0, *self.ends[:-1]], self.ends)]
+
+
+class Fusion:
+    """A bucketing problem: a profile plus the variant (streams, bucket-count cap, bytes cap per bucket).
+
+    ``max_buckets`` = 0 and ``cap_bytes`` = 0 mean no cap.  A tensor larger than ``cap_bytes`` gets a
+    bucket of its own (as PyTorch DDP does) rather than making the instance infeasible.
+    """
+
+    def __init__(self, profile: Profile, streams: int = 1, max_buckets: int = 0, cap_bytes: int = 0) -> None:
+        if not 1 <= streams <= MAX_STREAMS:
+            raise UsageError(f"streams must be 1..{MAX_STREAMS}, got {streams}")
+        if max_buckets < 0 or cap_bytes < 0:
+            raise UsageError("bucket caps must be >= 0 (0: no cap)")
+        self.profile = profile
+        self.streams = streams
+        self.max_buckets = max_buckets
+        self.cap_bytes = cap_bytes
+        self.n = len(profile.tensors)
+        self.ready = profile.ready_ns
+        self._costs = (profile.alpha_ns, profile.beta_fs, profile.gamma_fs)
+        fewest = self.core().min_buckets(0)
+        if max_buckets and fewest > max_buckets:
+            raise UsageError(f"the bytes cap needs at least {fewest} buckets, more than the cap of "
+                             f"{max_buckets}")
+
+    # -- plans ------------------------------------------------------------------------------------
+
+    def feasible(self, ends: list[int]) -> bool:
+        """Whether a bucketing respects the caps."""
+        if self.max_buckets and len(ends) > self.max_buckets:
+            return False
+        if self.cap_bytes:
+            starts = [0, *ends[:-1]]
+            for a, b in zip(starts, ends):
+                if b - a > 1 and sum(self.profile.nbytes[a:b]) > self.cap_bytes:
+                    return False
+        return True
+
+    def evaluate(self, ends: list[int], ranks: list[int] | None = None) -> Plan:
+        """The schedule of a bucketing (streams by ``ranks``; default: the stream free first)."""
+        comm, schedule = replay(self.profile.nbytes, self.ready, *self._costs, self.streams, ends, ranks)
+        return Plan(list(ends), None if ranks is None else list(ranks), comm, schedule, self.feasible(ends))
+
+    def no_fusion(self) -> Plan:
+        """One all-reduce per tensor."""
+        return self.evaluate(list(range(1, self.n + 1)))
+
+    def single_bucket(self) -> Plan:
+        """One all-reduce after the whole backward pass."""
+        return self.evaluate([self.n])
+
+    def fixed_ends(self, bucket_bytes: int) -> list[int]:
+        """PyTorch DDP's rule: add gradients in backward order, close a bucket once it holds >= the cap."""
+        if bucket_bytes <= 0:
+            raise UsageError(f"the fixed bucket size must be > 0 bytes, got {bucket_bytes}")
+        ends, size = [], 0
+        for k, b in enumerate(self.profile.nbytes):
+            size += b
+            if size >= bucket_bytes:
+                ends.append(k + 1)
+                size = 0
+        if not ends or ends[-1] != self.n:
+            ends.append(self.n)
+        return ends
+
+    def fixed(self, bucket_bytes: int) -> Plan:
+        """Buckets of ``bucket_bytes`` (DDP's bucket_cap_mb, in bytes)."""
+        return self.evaluate(self.fixed_ends(bucket_bytes))
+
+    def dp(self) -> Plan:
+        """The exact optimum on one stream (with the caps) by dynamic programming."""
+        if self.streams != 1:
+            raise UsageError("the DP is exact for one stream only; use the branch and bound (bnb) for "
+                             "--streams > 1")
+        _, ends = dp(self.profile.nbytes, self.ready, *self._costs, self.max_buckets, self.cap_bytes)
+        return self.evaluate(ends)
+
+    def baselines(self, bucket_mb: float = 25.0) -> dict[str, Plan]:
+        """No fusion, a single bucket, DDP 25 MB, Horovod's 64 MB and ``bucket_mb`` (when different)."""
+        out = {"no_fusion": self.no_fusion(), "single_bucket": self.single_bucket()}
+        for mb in sorted({25.0, 64.0, float(bucket_mb)}):
+            out[f"fixed_{mb:g}mb"] = self.fixed(round(mb * MIB))
+        return out
+
+    # -- branch and bound ----------------------------------------------------------------------
+
+    def core(self) -> FusionCore:
+        return FusionCore(self.profile.nbytes, self.ready, *self._costs, self.streams, self.max_buckets,
+                          self.cap_bytes)
+
+    def search(self, coordination: Any = "seq", **params: Any) -> Result:
+        """The optimal bucketing by branch and bound; ``result.solution`` is a ``Plan``.
+
+        The first incumbent is the best feasible baseline (no fusion, one bucket, 25 MB, 64 MB).
+        """
+        params.setdefault("prune_level", False)      # sibling bounds are not monotone
+        seeds = [p for p in self.baselines().values() if p.feasible]
+        seed = min(seeds, key=lambda p: p.comm_ns, default=None)
+        if seed is not None and "initial_bound" not in params:
+            params["initial_bound"] = seed.comm_ns
+            params["initial_solution"] = list(zip(seed.ends, [0] * len(seed.ends)))
+        result = self.core().search(coordination, **params)
+        if result.solution is not None:
+            ends = [e for e, _ in result.solution]
+            plan = self.evaluate(ends, [r for _, r in result.solution])
+            if result.status == "optimal" and plan.comm_ns != result.objective:
+                raise RuntimeError("internal error: the plan's schedule does not give the search's objective")
+            result.solution = plan
+        result.metrics["initial_bound"] = None if seed is None else seed.comm_ns
+        return result
+
+    # -- reporting -----------------------------------------------------------------------------
+
+    def iteration_seconds(self, plan: Plan) -> float:
+        """Forward + backward with the all-reduces that outlast it + the optimizer step."""
+        return (self.profile.forward_ns + plan.comm_ns + self.profile.update_ns) / NS
+
+    def describe(self, plan: Plan) -> dict:
+        """The JSON form of a plan."""
+        backward = self.ready[-1]
+        sizes = [sum(self.profile.nbytes[a:b + 1]) for a, b in plan.buckets()]
+        out = {"buckets": len(plan.ends), "iteration_seconds": self.iteration_seconds(plan),
+               "comm_end_seconds": plan.comm_ns / NS, "exposed_comm_seconds": (plan.comm_ns - backward) / NS,
+               "feasible": plan.feasible, "bucket_ranges": [list(b) for b in plan.buckets()],
+               "bucket_bytes": sizes}
+        if self.streams > 1:
+            out["bucket_streams"] = [s for _, _, s in plan.schedule]
+        return out

@@ -1,0 +1,296 @@
+"""The model zoo and the JSON model description: a model is a list of blocks with symbolic costs.
+
+Stable API (the fusion app builds on it):
+
+- ``load_model(spec) -> Model``: ``spec`` is a preset name (``PRESETS``) or a JSON file path.
+- ``Model.blocks``: list of :class:`Block` in forward order; ``Model.seq`` the default sequence
+  length; ``Model.params`` the parameter count (tied copies counted once);
+  ``Model.forward_flops(b, s)`` the forward FLOPs of one micro-batch of ``b`` sequences.
+- ``Block.params`` (parameters, a count), ``Block.forward_flops(b, s)``, ``Block.activation_bytes(b,
+  s, t, sp, recompute)``, ``Block.boundary`` (elements per token passed to the next block).
+
+All activation coefficients are bytes for 16-bit training (Korthikanti et al. 2022, §4):
+a block keeps ``b*s*(act_replicated + act_sharded/t + act_attention*s/t)`` bytes per micro-batch
+without sequence parallelism; with it the replicated part is also divided by ``t``.
+
+JSON form (``repeat`` copies a block; unknown keys are errors)::
+
+    {"name": "tiny", "seq": 1024,
+     "blocks": [{"name": "layer", "repeat": 4, "params": 12607488, "flops_per_token": 25165824,
+                 "flops_per_token_sq": 4096, "act_replicated": 10240, "act_sharded": 24576,
+                 "act_attention": 80, "boundary": 1024, "tp_allreduces": 2}]}
+
+or ``{"transformer": {"layers": 4, "hidden": 1024, "heads": 16, "vocab": 32000, "seq": 1024}}``
+using the same builder as the presets (keys of :func:`transformer`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from yewpy.apps.dnn import jsonfile
+from yewpy.errors import InputError, UsageError
+
+__all__ = ["Block", "Model", "PRESETS", "load_model", "transformer", "from_torch"]
+
+
+@dataclass(frozen=True)
+class Block:
+    """One pipeline-indivisible piece of the model (a transformer layer, the embedding, the head)."""
+
+    name: str
+    params: float                   # parameter count
+    flops_per_token: float          # forward FLOPs per token that are linear in s (the GEMMs)
+    flops_per_token_sq: float = 0.0  # forward FLOPs per token per token of context (attention core)
+    act_replicated: float = 0.0     # activation bytes per token every TP rank keeps (unless SP)
+    act_sharded: float = 0.0        # activation bytes per token divided by t
+    act_attention: float = 0.0      # bytes per token per context token (softmax, dropout), divided by t
+    boundary: float = 0.0           # elements per token of the output tensor (h)
+    tp_allreduces: int = 0          # forward all-reduces of b*s*boundary elements under TP
+    tied: bool = False              # shares its weights with an earlier block (not in Model.params)
+    expert_params: float = 0.0      # the part of params held by experts (sharded over expert parallel)
+    experts: int = 0                # number of experts (0: dense)
+    a2a: float = 0.0                # elements per token of each MoE all-to-all (4 per micro-batch)
+
+    def forward_flops(self, b: float, s: float) -> float:
+        """Forward FLOPs of a micro-batch of ``b`` sequences of length ``s``."""
+        return b * s * (self.flops_per_token + self.flops_per_token_sq * s)
+
+    def attention_flops(self, b: float, s: float) -> float:
+        """Forward FLOPs of the attention core alone (what selective recomputation repeats)."""
+        return b * s * s * self.flops_per_token_sq
+
+    def activation_bytes(self, b: float, s: float, t: int = 1, sp: bool = False,
+                         recompute: str = "none") -> float:
+        """Bytes this block stores per in-flight micro-batch (Korthikanti Table 2)."""
+        if recompute == "full":
+            return 2.0 * b * s * self.boundary / (t if sp else 1)
+        rep = self.act_replicated / (t if sp else 1)
+        attn = 0.0 if recompute == "selective" else self.act_attention * s / t
+        return b * s * (rep + self.act_sharded / t + attn)
+
+
+@dataclass
+class Model:
+    """A model as an ordered list of blocks; ``meta`` keeps the hyperparameters when known."""
+
+    name: str
+    blocks: list[Block]
+    seq: int
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def params(self) -> float:
+        return sum(b.params for b in self.blocks if not b.tied)
+
+    def forward_flops(self, b: float, s: float | None = None) -> float:
+        s = self.seq if s is None else s
+        return sum(blk.forward_flops(b, s) for blk in self.blocks)
+
+    @property
+    def layers(self) -> int:
+        """Number of blocks (the pipeline partitions these)."""
+        return len(self.blocks)
+
+
+def transformer(name: str, layers: int, hidden: int, heads: int, vocab: int, seq: int, ffn: int | None = None,
+                kv_heads: int | None = None, swiglu: bool = False, bias: bool = True, tied: bool = True,
+                positions: bool = True, head_dim: int | None = None, experts: int = 0, top_k: int = 2,
+                decoder_layers: int = 0, classes: int = 0, patch_params: int = 0) -> Model:
+    """A decoder (or encoder) transformer as embedding + ``layers`` layers + head.
+
+    Parameters per layer: 12h^2 + 13h for the GPT shape (Megatron Eq. 2); forward FLOPs
+    per token 2x the weights plus 4*s*A for the attention core (A = heads*head_dim).
+    ``decoder_layers`` adds T5-style decoder layers with cross-attention; ``classes`` replaces the
+    vocabulary head by a classifier (ViT); ``experts`` makes every FFN a top-``top_k`` MoE.
+    """
+    h = hidden
+    f = 4 * h if ffn is None else ffn
+    k = heads if kv_heads is None else kv_heads
+    a_dim = h if head_dim is None else heads * head_dim
+    kv_dim = a_dim * k / heads
+    attn_w = h * (a_dim + 2 * kv_dim) + a_dim * h
+    attn_b = (a_dim + 2 * kv_dim + h) if bias else 0
+    ffn_w = (3 if swiglu else 2) * h * f
+    ffn_b = (f + h) if bias else 0
+    norms = 4 * h if bias else 2 * h
+    act_rep = 10 * h
+    act_sh = 2 * a_dim + 4 * kv_dim + 2 * a_dim + (6 if swiglu else 4) * f
+
+    def layer(label: str, cross: bool) -> Block:
+        moe = experts > 0
+        expert_w = ffn_w + ffn_b
+        params = attn_w + attn_b + norms + (expert_w * experts + h * experts if moe else expert_w)
+        flops = 2 * attn_w + 2 * ffn_w * (top_k if moe else 1)
+        sh = act_sh + ((6 if swiglu else 4) * f * (top_k - 1) if moe else 0)
+        rep = act_rep
+        if cross:
+            params += attn_w + attn_b + 2 * h
+            flops += 2 * attn_w
+            sh += 2 * a_dim + 4 * kv_dim + 2 * a_dim
+            rep += 5 * h
+        return Block(label, params, flops, (8 if cross else 4) * a_dim, rep, sh,
+                     5 * heads * (2 if cross else 1), h, 3 if cross else 2,
+                     expert_params=expert_w * experts if moe else 0, experts=experts,
+                     a2a=h * top_k if moe else 0)
+
+    embed_params = vocab * h + (seq * h if positions else 0) + patch_params
+    blocks = [Block("embedding", embed_params, 2 * patch_params / max(seq, 1), 0, h + 8, 0, 0, h, 1)]
+    blocks += [layer(f"layer{i}", False) for i in range(layers)]
+    blocks += [layer(f"decoder{i}", True) for i in range(decoder_layers)]
+    if classes:
+        blocks.append(Block("head", h * classes + 2 * h, 2 * h * classes / seq, 0, 0, 2 * h, 0, h, 0))
+    else:
+        blocks.append(Block("head", vocab * h, 2 * h * vocab, 0, 0, 4 * h + 4 * vocab, 0, h, 0, tied=tied))
+    meta = dict(layers=layers + decoder_layers, hidden=h, heads=heads, vocab=vocab, ffn=f, kv_heads=k)
+    return Model(name, blocks, seq, meta)
+
+
+# name -> (heads, hidden, layers): Megatron-LM SC'21 Table 1 (s = 2048, V = 51200)
+MEGATRON_TABLE1 = {
+    "megatron-1.7b": (24, 2304, 24), "megatron-3.6b": (32, 3072, 30), "megatron-7.5b": (32, 4096, 36),
+    "megatron-18.4b": (48, 6144, 40), "megatron-39.1b": (64, 8192, 48), "megatron-76.1b": (80, 10240, 60),
+    "megatron-145.6b": (96, 12288, 80), "megatron-310.1b": (128, 16384, 96),
+    "megatron-529.6b": (128, 20480, 105), "megatron-1t": (160, 25600, 128),
+}
+
+
+def _presets() -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {
+        name: dict(layers=L, hidden=h, heads=a, vocab=51200, seq=2048)
+        for name, (a, h, L) in MEGATRON_TABLE1.items()}
+    llama = dict(swiglu=True, bias=False, tied=False, positions=False)
+    out.update({
+        "gpt3-175b": dict(layers=96, hidden=12288, heads=96, vocab=51200, seq=2048),
+        "llama2-7b": dict(layers=32, hidden=4096, heads=32, vocab=32000, seq=4096, ffn=11008, **llama),
+        "llama2-13b": dict(layers=40, hidden=5120, heads=40, vocab=32000, seq=4096, ffn=13824, **llama),
+        "llama2-70b": dict(layers=80, hidden=8192, heads=64, kv_heads=8, vocab=32000, seq=4096, ffn=28672,
+                           **llama),
+        "llama3-8b": dict(layers=32, hidden=4096, heads=32, kv_heads=8, vocab=128256, seq=8192, ffn=14336,
+                          **llama),
+        "llama3-70b": dict(layers=80, hidden=8192, heads=64, kv_heads=8, vocab=128256, seq=8192, ffn=28672,
+                           **llama),
+        "bert-large": dict(layers=24, hidden=1024, heads=16, vocab=30522, seq=512),
+        "t5-11b": dict(layers=24, decoder_layers=24, hidden=1024, heads=128, head_dim=128, ffn=65536,
+                       vocab=32128, seq=512, bias=False, positions=False),
+        "vit-h14": dict(layers=32, hidden=1280, heads=16, vocab=0, seq=257, ffn=5120, classes=1000,
+                        patch_params=14 * 14 * 3 * 1280),
+        "mixtral-8x7b": dict(layers=32, hidden=4096, heads=32, kv_heads=8, vocab=32000, seq=4096, ffn=14336,
+                             experts=8, top_k=2, **llama),
+    })
+    return out
+
+
+PRESETS = _presets()
+BLOCK_KEYS = {"name": str, "params": float, "flops_per_token": float, "flops_per_token_sq": float,
+              "act_replicated": float, "act_sharded": float, "act_attention": float, "boundary": float,
+              "tp_allreduces": int, "tied": bool, "expert_params": float, "experts": int, "a2a": float,
+              "repeat": int}
+TRANSFORMER_KEYS = {"layers": int, "hidden": int, "heads": int, "vocab": int, "seq": int, "ffn": int,
+                    "kv_heads": int, "swiglu": bool, "bias": bool, "tied": bool, "positions": bool,
+                    "head_dim": int, "experts": int, "top_k": int, "decoder_layers": int, "classes": int,
+                    "patch_params": int}
+
+
+def _unknown(path: str, obj: jsonfile.Obj, allowed: Any) -> None:
+    for key in obj:
+        if key not in allowed:
+            raise InputError(path, obj.line, f"unknown field {key!r}")
+
+
+def read_model(path: str) -> Model:
+    """A model from a JSON file (see the module docstring); errors name the offending line."""
+    doc = jsonfile.load(path)
+    if not isinstance(doc, jsonfile.Obj):
+        raise InputError(path, 1, "a model file is a JSON object")
+    name = doc.get("name", path)
+    if "transformer" in doc:
+        _unknown(path, doc, {"name", "transformer"})
+        spec = doc["transformer"]
+        if not isinstance(spec, jsonfile.Obj):
+            raise InputError(path, doc.line, "'transformer' must be an object")
+        _unknown(path, spec, TRANSFORMER_KEYS)
+        required = ("layers", "hidden", "heads", "vocab", "seq")
+        kwargs = {key: jsonfile.field(path, spec, key, kind, None if key in required else (
+                  False if kind is bool else 0), minimum=0 if kind is not bool else None)
+                  for key, kind in TRANSFORMER_KEYS.items() if key in spec or key in required}
+        if kwargs["layers"] < 1 or kwargs["hidden"] < 1 or kwargs["heads"] < 1 or kwargs["seq"] < 1:
+            raise InputError(path, spec.line, "layers, hidden, heads and seq must be positive")
+        return transformer(str(name), **kwargs)
+    _unknown(path, doc, {"name", "seq", "blocks"})
+    seq = jsonfile.field(path, doc, "seq", int, minimum=1)
+    raw = doc.get("blocks")
+    if not isinstance(raw, list) or not raw:
+        raise InputError(path, doc.line, "'blocks' must be a non-empty list of objects")
+    blocks = []
+    for obj in raw:
+        if not isinstance(obj, jsonfile.Obj):
+            raise InputError(path, doc.line, f"each block must be an object, got {obj!r}")
+        _unknown(path, obj, BLOCK_KEYS)
+        values = {}
+        for key, kind in BLOCK_KEYS.items():
+            if key in ("name", "repeat"):
+                continue
+            required = key in ("params", "flops_per_token", "boundary")
+            default = None if required else (False if kind is bool else 0)
+            values[key] = jsonfile.field(path, obj, key, kind, default, None if kind is bool else 0)
+        label = jsonfile.field(path, obj, "name", str, f"block{len(blocks)}", None)
+        repeat = jsonfile.field(path, obj, "repeat", int, 1, 1)
+        blocks += [Block(label if repeat == 1 else f"{label}{i}", **values) for i in range(repeat)]
+    return Model(str(name), blocks, seq)
+
+
+def load_model(spec: str) -> Model:
+    """A preset name or a JSON file path."""
+    if spec in PRESETS:
+        return transformer(spec, **PRESETS[spec])
+    if spec.endswith(".json") or "/" in spec:
+        return read_model(spec)
+    raise UsageError(f"unknown model {spec!r}: give a JSON file or one of {', '.join(PRESETS)}")
+
+
+def from_torch(module: Any, example_inputs: tuple) -> Model:  # pragma: no cover - torch is optional
+    """Trace ``module`` with torch.fx into one block per top-level child module (in call order).
+
+    torch is imported here only and is never required. Steps: ``symbolic_trace`` + ``ShapeProp``
+    give each node's output size; ``FlopCounterMode`` run on the module gives FLOPs per child
+    module; parameters come from ``named_parameters``. Activation bytes per token are the summed
+    outputs of the block's nodes (an over-estimate: views share storage), all kept un-sharded
+    (``act_replicated``). Use the meta device for big models (no memory is allocated).
+    """
+    import torch
+    from torch.fx import symbolic_trace
+    from torch.fx.passes.shape_prop import ShapeProp
+    from torch.utils.flop_counter import FlopCounterMode
+
+    traced = symbolic_trace(module)
+    ShapeProp(traced).propagate(*example_inputs)
+    with FlopCounterMode(display=False) as counter:
+        module(*example_inputs)
+    per_module = counter.get_flop_counts()
+    first = example_inputs[0]
+    seq = int(first.shape[1]) if first.dim() > 1 else 1
+    tokens = int(first.shape[0]) * seq
+    order: list[str] = []
+    outputs: dict[str, list] = {}
+    for node in traced.graph.nodes:
+        if node.op != "call_module":
+            continue
+        top = str(node.target).split(".")[0]
+        if top not in outputs:
+            order.append(top)
+            outputs[top] = []
+        meta = node.meta.get("tensor_meta")
+        if meta is not None and hasattr(meta, "shape"):
+            outputs[top].append(int(torch.Size(meta.shape).numel()) * meta.dtype.itemsize)
+    children = dict(module.named_children())
+    root = type(module).__name__
+    blocks = []
+    for top in order:
+        params = sum(p.numel() for p in children[top].parameters())
+        flops = sum(per_module.get(f"{root}.{top}", {}).values())
+        last = outputs[top][-1] if outputs[top] else 0
+        blocks.append(Block(top, params, flops / tokens, 0.0, sum(outputs[top]) / tokens, 0.0, 0.0,
+                            last / tokens / 2))
+    return Model(root, blocks, seq)

@@ -1,0 +1,108 @@
+"""Tensor fusion (OF-WFBP): bucket gradients for overlapped all-reduce, vs fixed buckets and no fusion.
+
+``yewpy fusion --model M --cluster C --method dp|bnb|fixed [--bucket-mb 25] [--json]``; or a
+per-tensor profile with ``--profile-json FILE`` or ``--synthetic resnet50|bert-large``.
+Variants: ``--streams S``, ``--max-buckets K``, ``--cap-mb M`` (bytes per fused bucket).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from yewpy.apps.dnn.fusion import MIB, Fusion, Plan
+from yewpy.apps.dnn.fusion_profile import Profile, bert_large, read_profile, resnet50
+from yewpy.errors import UsageError
+from yewpy.result import Result
+
+SYNTHETIC = {"resnet50": resnet50, "bert-large": bert_large}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    src = parser.add_argument_group("input (one of)")
+    src.add_argument("--model", help="zoo preset or model JSON (with --cluster)")
+    src.add_argument("--cluster", help="cluster spec PRESET:NODESxGPUS[+...] or JSON (with --model)")
+    src.add_argument("--profile-json", metavar="FILE", help="per-tensor profile (see docs/fusion.md)")
+    src.add_argument("--synthetic", choices=sorted(SYNTHETIC), help="built-in synthetic profile")
+    g = parser.add_argument_group("fusion")
+    g.add_argument("--method", choices=["bnb", "dp", "fixed"], default="bnb",
+                   help="bnb: branch and bound (default, any variant); dp: exact DP (one stream); "
+                        "fixed: size-capped buckets of --bucket-mb")
+    g.add_argument("--bucket-mb", type=float, default=25.0, help="fixed bucket size in MiB (default 25)")
+    g.add_argument("--streams", type=int, default=1, help="concurrent all-reduce streams (default 1)")
+    g.add_argument("--max-buckets", type=int, default=0, help="at most K buckets (default 0: no cap)")
+    g.add_argument("--cap-mb", type=float, default=0.0, help="at most M MiB per fused bucket (0: no cap)")
+    g.add_argument("--batch", type=int, default=None, help="per-GPU batch (model: 8, resnet50: 64, bert: 8)")
+    g.add_argument("--seq", type=int, default=None, help="sequence length (default: the model's)")
+    g.add_argument("--grad-bytes", type=int, default=4, help="bytes per gradient element (default 4)")
+    g.add_argument("--efficiency", type=float, default=0.5, help="achievable fraction of peak (default 0.5)")
+
+
+def load(args: argparse.Namespace) -> Profile:
+    """The profile the arguments name."""
+    given = [k for k in ("model", "profile_json", "synthetic") if getattr(args, k)]
+    if len(given) != 1 or bool(args.model) != bool(args.cluster):
+        raise UsageError("give exactly one of --model with --cluster, --profile-json FILE, --synthetic NAME")
+    if args.profile_json:
+        return read_profile(args.profile_json)
+    batch = {} if args.batch is None else {"batch": args.batch}
+    if args.synthetic:
+        if args.seq is not None and args.synthetic == "bert-large":
+            batch["seq"] = args.seq
+        return SYNTHETIC[args.synthetic](**batch)
+    from yewpy.apps.dnn.cluster import load_cluster
+    from yewpy.apps.dnn.fusion_model import profile_from_model
+    from yewpy.apps.dnn.models import load_model
+
+    return profile_from_model(load_model(args.model), load_cluster(args.cluster), seq=args.seq,
+                              grad_bytes=args.grad_bytes, efficiency=args.efficiency, **batch)
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.3f} ms"
+
+
+def solve(args: argparse.Namespace, coordination: Any = "seq", **params: Any) -> tuple[Result, list[str]]:
+    if args.cap_mb < 0 or args.bucket_mb <= 0:
+        raise UsageError("--cap-mb must be >= 0 and --bucket-mb > 0")
+    profile = load(args)
+    problem = Fusion(profile, streams=args.streams, max_buckets=args.max_buckets,
+                     cap_bytes=round(args.cap_mb * MIB))
+    if args.method != "bnb" and (coordination != "seq" or params):
+        raise UsageError(f"the search flags apply to --method bnb, not {args.method}")
+    start = time.perf_counter()
+    if args.method == "bnb":
+        result = problem.search(coordination, **params)
+        plan: Plan = result.solution
+    else:
+        plan = problem.dp() if args.method == "dp" else problem.fixed(round(args.bucket_mb * MIB))
+        status = "optimal" if args.method == "dp" else "evaluated"
+        result = Result(kind="optimisation", status=status, nodes=0, seconds=time.perf_counter() - start,
+                        objective=plan.comm_ns)
+    baselines = problem.baselines(args.bucket_mb)
+    if args.streams == 1 and args.method != "dp":
+        baselines["dp"] = problem.dp()
+    result.solution = [list(b) for b in plan.buckets()]
+    result.extras = {"method": args.method, "profile": profile.to_dict(),
+                     "variant": {"streams": args.streams, "max_buckets": args.max_buckets,
+                                 "cap_bytes": problem.cap_bytes},
+                     "plan": problem.describe(plan),
+                     "baselines": {k: problem.describe(p) for k, p in baselines.items()}}
+    iteration = problem.iteration_seconds(plan)
+    sizes = result.extras["plan"]["bucket_bytes"]
+    lines = [f"Profile: {profile.name}: {len(profile.tensors)} tensors, "
+             f"{profile.total_bytes / 1e6:.1f} MB of gradients, forward {_ms(profile.forward_ns)}, "
+             f"backward {_ms(profile.ready_ns[-1])}",
+             f"Variant: {args.streams} stream(s), bucket cap {args.max_buckets or 'none'}, "
+             f"bytes cap {f'{args.cap_mb:g} MiB' if args.cap_mb else 'none'}",
+             f"Method {args.method}: {len(plan.ends)} buckets, iteration {iteration * 1e3:.3f} ms, "
+             f"all-reduce exposed {_ms(plan.comm_ns - profile.ready_ns[-1])}"
+             + ("" if plan.feasible else " (violates a cap)"),
+             "Bucket sizes (MB): " + " ".join(f"{b / 1e6:.1f}" for b in sizes)]
+    for name, other in baselines.items():
+        ratio = problem.iteration_seconds(other) / iteration
+        lines.append(f"  {name:<16} {len(other.ends):4d} buckets  iteration "
+                     f"{problem.iteration_seconds(other) * 1e3:10.3f} ms  = {ratio:.3f}x"
+                     + ("" if other.feasible else "  (violates a cap)"))
+    return result, lines

@@ -1,0 +1,87 @@
+"""Tensor fusion: the O(N^2) DP against the branch and bound, time and nodes, on realistic tensor counts.
+
+ResNet-50 (161 tensors), BERT-large (391) and a GPT-3 175B layout (1,156 tensors: Megatron's 12 per
+layer + embeddings + final norm, one 8x8 V100 data-parallel group as in the synthetic profiles).
+Medians of ``--repeat`` interleaved runs, one core.  Usage: ``python benchmarks/bench_fusion.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from yewpy.apps.dnn.fusion import MIB, Fusion
+from yewpy.apps.dnn.fusion_profile import SYNTHETIC, _layers_to_profile, bert_large, resnet50
+
+
+def gpt3(batch: int = 1, seq: int = 2048) -> object:
+    """GPT-3 175B (h = 12288, 96 layers, V = 51200) as 1,156 per-tensor gradients."""
+    h, layers_n, vocab, tokens = 12288, 96, 51200, batch * seq
+    hw = dict(SYNTHETIC)
+    layers, total = [], 0.0
+
+    def gemm(tag: str, din: int, dout: int, extra: float = 0.0) -> None:
+        nonlocal total
+        flops = 2.0 * tokens * din * dout + extra
+        total += flops
+        layers.append((flops / hw["flops"], [(f"{tag}.weight", din * dout), (f"{tag}.bias", dout)]))
+
+    def norm(tag: str) -> None:
+        layers.append((4 * tokens * h * 2 / hw["hbm"], [(f"{tag}.weight", h), (f"{tag}.bias", h)]))
+
+    layers.append((tokens * h * 4 / hw["hbm"], [("wte", vocab * h), ("wpe", seq * h)]))
+    for i in range(layers_n):
+        norm(f"h{i}.ln_1")
+        gemm(f"h{i}.qkv", h, 3 * h, extra=4.0 * batch * seq * seq * h)
+        gemm(f"h{i}.proj", h, h)
+        norm(f"h{i}.ln_2")
+        gemm(f"h{i}.fc", h, 4 * h)
+        gemm(f"h{i}.fc_proj", 4 * h, h)
+    norm("ln_f")
+    return _layers_to_profile("gpt3-175b", layers, total, hw)
+
+
+def timed(fn, **kwargs):
+    start = time.perf_counter()
+    out = fn(**kwargs)
+    return time.perf_counter() - start, out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--time-limit", type=float, default=20.0, help="per branch-and-bound run")
+    args = parser.parse_args()
+    cases = []
+    for profile in (resnet50(), bert_large(), gpt3()):
+        cases += [(profile, {}), (profile, {"max_buckets": 8}), (profile, {"cap_bytes": 64 * MIB}),
+                  (profile, {"streams": 2})]
+    print("| profile | N | variant | DP s | BnB s | BnB nodes | status | dominated | BnB = DP | vs 25 MB "
+          "| vs none |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for profile, variant in cases:
+        f = Fusion(profile, **variant)
+        dp_times, bnb_times, nodes, dominated, dp_value, bnb_value = [], [], 0, 0, None, None
+        for _ in range(args.repeat):
+            if variant.get("streams", 1) == 1:
+                t, plan = timed(f.dp)
+                dp_times.append(t)
+                dp_value = plan.comm_ns
+            t, result = timed(f.search, time_limit=args.time_limit)
+            bnb_times.append(t)
+            nodes, bnb_value, status = result.nodes, result.objective, result.status
+            dominated = result.metrics["counters"]["dominated"]
+        base = f.baselines()
+        label = ", ".join(f"{k}={v}" for k, v in variant.items()) or "base"
+        dp_s = f"{statistics.median(dp_times):.4f}" if dp_times else "n/a"
+        same = "n/a" if dp_value is None else ("yes" if dp_value == bnb_value else "no")
+        fixed = base["fixed_25mb"].comm_ns / bnb_value
+        none = base["no_fusion"].comm_ns / bnb_value
+        bnb_s = statistics.median(bnb_times)
+        print(f"| {profile.name} | {len(profile.tensors)} | {label} | {dp_s} | {bnb_s:.4f} "
+              f"| {nodes} | {status} | {dominated} | {same} | {fixed:.3f}x | {none:.3f}x |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,451 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Compiled tensor fusion: the schedule of a bucketing, the exact DP and the branch-and-bound core.
+
+Times are integer nanoseconds and per-byte costs integer femtoseconds per byte, so every cost is
+exact and every optimum is comparable with ``==`` across the DP, the search and brute force.
+Tensors are 0-based in backward order; a bucketing is the list of its buckets' end indices
+(exclusive), e.g. ``[2, 5]`` = buckets ``[0, 1]`` and ``[2, 3, 4]``.
+
+Bucket ``[i, j)`` is ready at ``ready[j-1]`` (its last gradient) and takes
+``alpha + ceil((beta + gamma * [j - i > 1]) * bytes / 1e6)`` ns; a stream starts it at
+``max(ready, the stream's previous end)``.  The objective is the last end.
+"""
+
+from array import array
+
+from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+
+from yewpy._engine cimport OptimisationCore
+
+FS_PER_NS = 1_000_000
+MAX_STREAMS = 16
+cdef enum:
+    SLOTS = 16           # dominance memo entries kept per prefix length
+MEMO_SLOTS = SLOTS
+
+cdef int64_t FS = 1_000_000
+cdef double INF = float("inf")
+
+
+cdef inline int64_t _cdiv(int64_t x, int64_t d) noexcept nogil:
+    return (x + d - 1) // d if x > 0 else 0
+
+
+cdef inline int64_t _max(int64_t a, int64_t b) noexcept nogil:
+    return a if a > b else b
+
+
+cdef class _Instance:
+    """The arrays every routine shares (prefix sums make a bucket's bytes O(1))."""
+    cdef int n
+    cdef int64_t* nbytes        # n
+    cdef int64_t* ready         # n: ready[k] = when gradient k exists (ns from backward start)
+    cdef int64_t* prefix        # n + 1: bytes of tensors [0, k)
+    cdef int64_t alpha, beta, gamma, cap
+    cdef object args
+
+    def __init__(self, nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int64_t cap=0):
+        self.n = len(nbytes)
+        if len(ready) != self.n:
+            raise ValueError("nbytes and ready must have one entry per tensor")
+        self.nbytes = <int64_t*>malloc(max(self.n, 1) * sizeof(int64_t))
+        self.ready = <int64_t*>malloc(max(self.n, 1) * sizeof(int64_t))
+        self.prefix = <int64_t*>malloc((self.n + 1) * sizeof(int64_t))
+        if not (self.nbytes and self.ready and self.prefix):
+            raise MemoryError()
+        self.prefix[0] = 0
+        for k in range(self.n):
+            self.nbytes[k] = nbytes[k]
+            self.ready[k] = ready[k]
+            self.prefix[k + 1] = self.prefix[k] + nbytes[k]
+            if nbytes[k] < 0 or (k and ready[k] < ready[k - 1]) or ready[k] < 0:
+                raise ValueError("bytes must be >= 0 and ready times non-decreasing from >= 0")
+        self.alpha, self.beta, self.gamma, self.cap = alpha, beta, gamma, cap
+        self.args = (list(nbytes), list(ready), alpha, beta, gamma, cap)
+
+    def __dealloc__(self):
+        free(self.nbytes)
+        free(self.ready)
+        free(self.prefix)
+
+    cdef inline int64_t cost(self, int i, int j) noexcept nogil:
+        """Duration of the all-reduce of bucket [i, j)."""
+        cdef int64_t per = self.beta + (self.gamma if j - i > 1 else 0)
+        return self.alpha + _cdiv(per * (self.prefix[j] - self.prefix[i]), FS)
+
+    cdef inline bint fits(self, int i, int j) noexcept nogil:
+        """Bucket [i, j) respects the memory cap (a single tensor always does)."""
+        return self.cap <= 0 or j - i == 1 or self.prefix[j] - self.prefix[i] <= self.cap
+
+
+cdef void _apply(int64_t* vec, int streams, int rank, int64_t ready, int64_t duration) noexcept nogil:
+    """Run a bucket ready at ``ready`` on the stream of sorted rank ``rank`` of ``vec`` (stream free
+    times, ascending, clamped at the last ready time); keep ``vec`` sorted and clamped at ``ready``."""
+    cdef int l
+    cdef int64_t end = _max(vec[rank], ready) + duration
+    for l in range(rank, streams - 1):
+        vec[l] = vec[l + 1]
+    l = streams - 1
+    while l > 0 and vec[l - 1] > end:
+        vec[l] = vec[l - 1]
+        l -= 1
+    vec[l] = end
+    for l in range(streams):
+        if vec[l] < ready:
+            vec[l] = ready
+        else:
+            break
+
+
+def replay(nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int streams, ends, ranks=None):
+    """The schedule of a bucketing: ``(makespan, [(start, end, stream), ...])`` in ns.
+
+    ``ranks[k]`` picks bucket k's stream by the rank of its free time (ties: lower stream id);
+    default 0 (the stream free first, a greedy list schedule).
+    """
+    cdef _Instance inst = _Instance(nbytes, ready, alpha, beta, gamma)
+    if streams < 1:
+        raise ValueError("streams must be >= 1")
+    free_at = [0] * streams
+    out = []
+    cdef int i = 0, j, k
+    for k, j in enumerate(ends):
+        if not (i < j <= inst.n):
+            raise ValueError(f"bucket ends must increase from 1 to {inst.n}: {list(ends)}")
+        r = inst.ready[j - 1]
+        order = sorted(range(streams), key=lambda s: (max(free_at[s], r), s))
+        s = order[0 if ranks is None else ranks[k]]
+        start = max(free_at[s], r)
+        free_at[s] = start + inst.cost(i, j)
+        out.append((start, free_at[s], s))
+        i = j
+    if i != inst.n:
+        raise ValueError(f"the buckets cover {i} of {inst.n} tensors")
+    return max(free_at), out
+
+
+def dp(nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int max_buckets=0, int64_t cap=0):
+    """The optimal single-stream bucketing: ``(makespan_ns, ends)``; ``max_buckets`` and ``cap``
+    (bytes per fused bucket) are optional constraints (0: none).
+
+    E(j) = min_i max(ready[j-1], E(i)) + cost(i, j) is exact because a bucket's end is monotone in
+    the previous end; with a bucket cap the table gains a bucket-count axis (O(N^2 K)).
+    """
+    cdef _Instance inst = _Instance(nbytes, ready, alpha, beta, gamma, cap)
+    cdef int n = inst.n, layers = max_buckets if 0 < max_buckets < n else 1
+    cdef bint counted = 0 < max_buckets < n
+    if n == 0:
+        return 0, []
+    cdef int64_t big = 1 << 62
+    cdef int64_t* e = <int64_t*>malloc((layers + 1) * (n + 1) * sizeof(int64_t))
+    cdef int32_t* arg = <int32_t*>malloc((layers + 1) * (n + 1) * sizeof(int32_t))
+    cdef int k, j, i, w = n + 1, best_k
+    cdef int64_t v, best
+    if not (e and arg):
+        raise MemoryError()
+    try:
+        for k in range(layers + 1):
+            for j in range(n + 1):
+                e[k * w + j] = big
+        e[0] = 0
+        with nogil:
+            for k in range(1, layers + 1):
+                for j in range(1, n + 1):
+                    for i in range(j - 1, -1, -1):
+                        if not inst.fits(i, j):
+                            break
+                        v = e[(k - 1) * w + i] if counted else e[k * w + i] if i else 0
+                        if v >= big:
+                            continue
+                        v = _max(inst.ready[j - 1], v) + inst.cost(i, j)
+                        if v < e[k * w + j]:
+                            e[k * w + j] = v
+                            arg[k * w + j] = i
+        best_k, best = 1, e[w + n]
+        for k in range(2, layers + 1):
+            if e[k * w + n] < best:
+                best_k, best = k, e[k * w + n]
+        if best >= big:
+            raise ValueError(f"no bucketing of {n} tensors into at most {max_buckets} buckets fits")
+        ends = []
+        j, k = n, best_k
+        while j > 0:
+            ends.append(j)
+            j = arg[k * w + j]
+            if counted:
+                k -= 1
+        return best, ends[::-1]
+    finally:
+        free(e)
+        free(arg)
+
+
+cdef class FusionCore(OptimisationCore):
+    """Branch and bound over bucketings with S streams, an optional bucket-count cap K and memory cap.
+
+    Node: the buckets decided so far (a prefix of the tensors), with the sorted stream free times.
+    Children: the next bucket's end j' (from j*, the end that takes every gradient ready when a
+    stream frees up, outwards: j*, j*+1, j*-1, ...), then its stream (distinct free times, earliest
+    first).  Bound (minimise), for prefix j and free times e_l:
+      max(max e_l, ceil((sum_l max(e_l, r_j) + W_j) / S), max_{k>j} r_k + ceil(W_k / S), r_last + cost(last))
+    with W_k = minb_k * alpha + ceil(beta * bytes[k:] / 1e6), minb_k the fewest buckets the memory cap
+    allows for tensors k.., since the buckets holding tensors k.. start after r_k and carry their bytes.
+    A per-worker memo skips a child whose state (prefix, buckets used, free times) is dominated by one
+    generated before; that is sound because the dominating node is searched or bounded out.
+    """
+    cdef _Instance inst
+    cdef readonly int n, streams, max_buckets
+    cdef int64_t* minb          # n + 1
+    cdef int64_t* work          # n + 1: W_k
+    cdef int64_t* tail          # n + 1: max_{k' >= k} r_k' + ceil(W_k' / S)
+    cdef int64_t last_end
+    cdef int32_t* ends          # per frame: n bucket ends
+    cdef uint8_t* ranks         # per frame: n stream ranks
+    cdef int32_t* depth         # per frame: buckets
+    cdef int64_t* vec           # per frame: streams free times (sorted, clamped)
+    cdef int32_t* gen           # per frame: next candidate index g
+    cdef int32_t* opt           # per frame: next stream option of the current candidate
+    cdef int32_t* lo
+    cdef int32_t* hi
+    cdef int32_t* star
+    cdef int32_t* memo_u        # (n + 1) * SLOTS
+    cdef int64_t* memo_v        # (n + 1) * SLOTS * streams
+    cdef int32_t* memo_fill     # n + 1
+    cdef int frames
+    cdef readonly long long bounds, dominated
+    cdef object _args
+
+    def __init__(self, nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int streams=1,
+                 int max_buckets=0, int64_t cap=0):
+        if not 1 <= streams <= MAX_STREAMS:
+            raise ValueError(f"streams must be 1..{MAX_STREAMS}")
+        self.inst = _Instance(nbytes, ready, alpha, beta, gamma, cap)
+        self.n = self.inst.n
+        self.streams = streams
+        self.max_buckets = max_buckets if 0 < max_buckets < self.n else 0
+        self._args = (list(nbytes), list(ready), alpha, beta, gamma, streams, max_buckets, cap)
+        cdef int n = self.n, k, i
+        self.minb = <int64_t*>malloc((n + 1) * sizeof(int64_t))
+        self.work = <int64_t*>malloc((n + 1) * sizeof(int64_t))
+        self.tail = <int64_t*>malloc((n + 2) * sizeof(int64_t))
+        self.memo_u = <int32_t*>malloc((n + 1) * SLOTS * sizeof(int32_t))
+        self.memo_v = <int64_t*>malloc((n + 1) * SLOTS * streams * sizeof(int64_t))
+        self.memo_fill = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+        if not (self.minb and self.work and self.tail and self.memo_u and self.memo_v and self.memo_fill):
+            raise MemoryError()
+        self.minb[n] = 0
+        for k in range(n - 1, -1, -1):              # the longest first bucket is never worse
+            i = k + 1
+            while i < n and self.inst.fits(k, i + 1):
+                i += 1
+            self.minb[k] = 1 + self.minb[i]
+        self.tail[n] = self.tail[n + 1] = -(1 << 62)
+        for k in range(n - 1, -1, -1):
+            self.work[k] = self.minb[k] * alpha + _cdiv(beta * (self.inst.prefix[n] - self.inst.prefix[k]), FS)
+            self.tail[k] = _max(self.tail[k + 1], self.inst.ready[k] + _cdiv(self.work[k], streams))
+        self.work[n] = 0
+        self.last_end = self.inst.ready[n - 1] + self.inst.cost(n - 1, n) if n else 0
+        for k in range(n + 1):
+            self.memo_fill[k] = 0
+        self.has_bound = True
+        self.sign = -1.0
+
+    def __reduce__(self):
+        return (FusionCore, self._args)
+
+    def __dealloc__(self):
+        free(self.minb)
+        free(self.work)
+        free(self.tail)
+        free(self.memo_u)
+        free(self.memo_v)
+        free(self.memo_fill)
+        free(self.ends)
+        free(self.ranks)
+        free(self.depth)
+        free(self.vec)
+        free(self.gen)
+        free(self.opt)
+        free(self.lo)
+        free(self.hi)
+        free(self.star)
+
+    def counters(self):
+        """Bound evaluations and children skipped as dominated."""
+        return {"bounds": self.bounds, "dominated": self.dominated}
+
+    def min_buckets(self, int k=0):
+        """The fewest buckets the memory cap allows for tensors k.. (for tests)."""
+        return self.minb[k]
+
+    cdef int reserve(self, int frames) except -1:
+        cdef int n = max(self.n, 1), s = self.streams
+        self.ends = <int32_t*>realloc(self.ends, frames * n * sizeof(int32_t))
+        self.ranks = <uint8_t*>realloc(self.ranks, frames * n)
+        self.depth = <int32_t*>realloc(self.depth, frames * sizeof(int32_t))
+        self.vec = <int64_t*>realloc(self.vec, frames * s * sizeof(int64_t))
+        self.gen = <int32_t*>realloc(self.gen, frames * sizeof(int32_t))
+        self.opt = <int32_t*>realloc(self.opt, frames * sizeof(int32_t))
+        self.lo = <int32_t*>realloc(self.lo, frames * sizeof(int32_t))
+        self.hi = <int32_t*>realloc(self.hi, frames * sizeof(int32_t))
+        self.star = <int32_t*>realloc(self.star, frames * sizeof(int32_t))
+        if not (self.ends and self.ranks and self.depth and self.vec and self.gen and self.opt
+                and self.lo and self.hi and self.star):
+            raise MemoryError()
+        self.frames = frames
+        return 0
+
+    cdef inline int covered(self, int frame) noexcept nogil:
+        cdef int d = self.depth[frame]
+        return self.ends[frame * self.n + d - 1] if d else 0
+
+    cdef int set_root(self) except -1:
+        self.depth[0] = 0
+        for l in range(self.streams):
+            self.vec[l] = 0
+        return 0
+
+    cdef int load(self, object node) except -1:
+        ends, ranks = node
+        cdef const int32_t* e = <const int32_t*>PyBytes_AS_STRING(ends)
+        cdef const uint8_t* r = <const uint8_t*>PyBytes_AS_STRING(ranks)
+        cdef int d = PyBytes_GET_SIZE(ranks), k, i = 0
+        if PyBytes_GET_SIZE(ends) != d * 4 or d > self.n:
+            raise ValueError("not a node of this instance")
+        self.set_root()
+        for k in range(d):
+            if not (i < e[k] <= self.n) or r[k] >= self.streams:
+                raise ValueError("not a node of this instance")
+            _apply(self.vec, self.streams, r[k], self.inst.ready[e[k] - 1], self.inst.cost(i, e[k]))
+            i = e[k]
+        memcpy(self.ends, e, d * sizeof(int32_t))
+        memcpy(self.ranks, r, d)
+        self.depth[0] = d
+        return 0
+
+    cdef object dump(self, int frame):
+        cdef int d = self.depth[frame]
+        return (PyBytes_FromStringAndSize(<char*>(self.ends + frame * self.n), d * sizeof(int32_t)),
+                PyBytes_FromStringAndSize(<char*>(self.ranks + frame * self.n), d))
+
+    cdef object solution(self, int frame):
+        cdef int d = self.depth[frame], k
+        return [(self.ends[frame * self.n + k], self.ranks[frame * self.n + k]) for k in range(d)]
+
+    cdef int open(self, int frame) except -1:
+        cdef int j = self.covered(frame), n = self.n, hi = j + 1, lo = j + 1, star
+        cdef int64_t when
+        self.gen[frame] = 0
+        self.opt[frame] = 0
+        if j >= n:
+            self.lo[frame], self.hi[frame], self.star[frame] = 1, 0, 0
+            return 0
+        while hi < n and self.inst.fits(j, hi + 1):
+            hi += 1
+        if self.max_buckets:                        # the rest must still fit in the bucket cap
+            while lo <= hi and self.depth[frame] + 1 + self.minb[lo] > self.max_buckets:
+                lo += 1
+        when = _max(self.vec[frame * self.streams], self.inst.ready[j])
+        star = j + 1
+        while star < hi and self.inst.ready[star] <= when:
+            star += 1
+        self.lo[frame], self.hi[frame] = lo, hi
+        self.star[frame] = star if star > lo else lo
+        return 0
+
+    cdef int next(self, int frame, int dest) except -1:
+        cdef int s = self.streams, n = self.n, g, c, o, l, d = self.depth[frame], j = self.covered(frame)
+        cdef int lo = self.lo[frame], hi = self.hi[frame], star = self.star[frame]
+        cdef int64_t r
+        cdef int64_t* v = self.vec + frame * s
+        cdef int64_t* w = self.vec + dest * s
+        while True:
+            g = self.gen[frame]
+            if lo > hi or g > 2 * (hi - lo) + 1:
+                return 0
+            c = star + (g + 1) // 2 if g % 2 else star - g // 2
+            if c < lo or c > hi:
+                self.gen[frame] = g + 1
+                continue
+            r = self.inst.ready[c - 1]
+            o = self.opt[frame]                     # the o-th distinct clamped free time
+            l = 0
+            while l < s and o > 0:
+                l += 1
+                if l < s and _max(v[l], r) != _max(v[l - 1], r):
+                    o -= 1
+            if l >= s:
+                self.gen[frame] = g + 1
+                self.opt[frame] = 0
+                continue
+            self.opt[frame] += 1
+            memcpy(w, v, s * sizeof(int64_t))
+            _apply(w, s, l, r, self.inst.cost(j, c))
+            if self._dominated(c, d + 1, w):
+                self.dominated += 1
+                continue
+            memcpy(self.ends + dest * n, self.ends + frame * n, d * sizeof(int32_t))
+            memcpy(self.ranks + dest * n, self.ranks + frame * n, d)
+            self.ends[dest * n + d] = c
+            self.ranks[dest * n + d] = l
+            self.depth[dest] = d + 1
+            return 1
+
+    cdef bint _dominated(self, int j, int used, const int64_t* w) noexcept nogil:
+        """True when a state at prefix j no worse than (used, w) was generated before; else remember it."""
+        cdef int s = self.streams, slot, l, fill = self.memo_fill[j], target = -1
+        cdef int u = used if self.max_buckets else 0
+        cdef int32_t* mu = self.memo_u + j * SLOTS
+        cdef int64_t* mv = self.memo_v + j * SLOTS * s
+        cdef bint le, ge
+        for slot in range(fill if fill < SLOTS else SLOTS):
+            le = mu[slot] <= u
+            ge = mu[slot] >= u
+            for l in range(s):
+                if mv[slot * s + l] > w[l]:
+                    le = False
+                elif mv[slot * s + l] < w[l]:
+                    ge = False
+            if le:
+                return True
+            if ge and target < 0:
+                target = slot                       # the new state dominates this entry
+        if target < 0:
+            target = fill % SLOTS
+            self.memo_fill[j] = fill + 1
+        mu[target] = u
+        memcpy(mv + target * s, w, s * sizeof(int64_t))
+        return False
+
+    cdef double objective(self, int frame) except? -1:
+        if self.covered(frame) < self.n:
+            return INF
+        return self.vec[frame * self.streams + self.streams - 1]
+
+    cdef double bound(self, int frame) except? -1:
+        self.bounds += 1
+        return self._bound(frame)
+
+    cdef double _bound(self, int frame) noexcept nogil:
+        cdef int s = self.streams, j = self.covered(frame), l
+        cdef int64_t* v = self.vec + frame * s
+        cdef int64_t b = v[s - 1], total = 0
+        if j >= self.n:
+            return b
+        for l in range(s):
+            total += _max(v[l], self.inst.ready[j])
+        b = _max(b, _cdiv(total + self.work[j], s))
+        b = _max(b, self.tail[j + 1])
+        b = _max(b, self.last_end)
+        return b
+
+    def node_bound(self, ends, ranks=None):
+        """The bound of the node with these bucket ends (and stream ranks, default 0), for tests."""
+        if self.frames < 1:
+            self.reserve(1)
+        ranks = [0] * len(ends) if ranks is None else ranks
+        self.load((array("i", ends).tobytes(), bytes(ranks)))
+        return self._bound(0)

@@ -1,0 +1,254 @@
+"""Tensor fusion: the DP and the branch and bound against a pure-Python brute force, the baselines,
+the caps and streams, every coordination, MPI, the CLI and bad input."""
+
+from __future__ import annotations
+
+import doctest
+import itertools
+import json
+import subprocess
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import yewpy.apps.dnn.fusion
+from support import assert_names_line, run_ranks, yewpy_cmd
+from yewpy.apps.dnn.cluster import load_cluster
+from yewpy.apps.dnn.fusion import MIB, Fusion
+from yewpy.apps.dnn.fusion_model import profile_from_model
+from yewpy.apps.dnn.fusion_profile import Profile, bert_large, read_profile, resnet50, write_profile
+from yewpy.apps.dnn.models import load_model
+from yewpy.errors import UsageError
+
+COORDINATIONS = [("seq", {}), ("stacksteal", {}), ("stacksteal", {"chunked": True}),
+                 ("depthbounded", {"spawn_depth": 2}), ("budget", {"backtracks": 100}),
+                 ("budget", {"backtracks": 20, "spawn_all": True, "pool": "deque"}),
+                 ("ordered", {"spawn_depth": 1})]
+
+
+# -- an independent oracle: the cost model written out again, every bucketing and stream choice ------
+
+def _cost(p: Profile, a: int, b: int) -> int:
+    per = p.beta_fs + (p.gamma_fs if b - a > 1 else 0)
+    return p.alpha_ns + -(-per * sum(p.nbytes[a:b]) // 10**6)
+
+
+def _makespan(p: Profile, ends: list[int], streams: list[int], count: int) -> int:
+    ready, free, a = p.ready_ns, [0] * count, 0
+    for b, s in zip(ends, streams):
+        free[s] = max(free[s], ready[b - 1]) + _cost(p, a, b)
+        a = b
+    return max(free)
+
+
+def brute(p: Profile, streams: int = 1, max_buckets: int = 0, cap: int = 0) -> int:
+    n, best = len(p.tensors), None
+    for cuts in itertools.product((0, 1), repeat=n - 1):
+        ends = [k + 1 for k in range(n - 1) if cuts[k]] + [n]
+        if max_buckets and len(ends) > max_buckets:
+            continue
+        starts = [0, *ends[:-1]]
+        if cap and any(b - a > 1 and sum(p.nbytes[a:b]) > cap for a, b in zip(starts, ends)):
+            continue
+        for assign in itertools.product(range(streams), repeat=len(ends)):
+            value = _makespan(p, ends, list(assign), streams)
+            best = value if best is None else min(best, value)
+    return best
+
+
+def profile(rows: list[tuple[int, int]], alpha: int, beta: int, gamma: int = 0) -> Profile:
+    return Profile("t", tuple(f"t{k}" for k in range(len(rows))), tuple(r[0] for r in rows),
+                   tuple(r[1] for r in rows), alpha_ns=alpha, beta_fs=beta, gamma_fs=gamma)
+
+
+def profiles(max_n: int):
+    row = st.tuples(st.integers(0, 5000), st.integers(0, 400))
+    return st.builds(profile, st.lists(row, min_size=1, max_size=max_n), st.integers(0, 300),
+                     st.integers(0, 200_000), st.integers(0, 50_000))
+
+
+# -- exactness -----------------------------------------------------------------------------------
+
+@settings(max_examples=150, deadline=None)
+@given(profiles(60))
+def test_bnb_equals_dp(p):
+    f = Fusion(p)
+    plan = f.dp()
+    result = f.search()
+    assert result.status == "optimal"
+    assert result.objective == plan.comm_ns == result.solution.comm_ns
+    assert plan.comm_ns <= min(b.comm_ns for b in f.baselines().values())
+
+
+@settings(max_examples=150, deadline=None)
+@given(profiles(8))
+def test_dp_and_bnb_equal_brute_force(p):
+    f = Fusion(p)
+    assert f.dp().comm_ns == f.search().objective == brute(p)
+
+
+@settings(max_examples=150, deadline=None)
+@given(profiles(7), st.integers(1, 4), st.integers(0, 12000))
+def test_caps_equal_brute_force(p, k, cap):
+    n = len(p.tensors)
+    try:
+        f = Fusion(p, max_buckets=k, cap_bytes=cap)
+    except UsageError:                          # the bytes cap needs more than k buckets
+        assert brute(p, 1, k, cap) is None
+        return
+    want = brute(p, 1, k if k < n else 0, cap)
+    assert f.dp().comm_ns == f.search().objective == want
+    plan = f.search().solution
+    assert plan.feasible and f.feasible(plan.ends)
+
+
+@settings(max_examples=100, deadline=None)
+@given(profiles(6), st.integers(2, 3), st.integers(0, 4))
+def test_streams_equal_brute_force(p, streams, k):
+    f = Fusion(p, streams=streams, max_buckets=k)
+    result = f.search()
+    assert result.objective == brute(p, streams, k if k < len(p.tensors) else 0) == result.solution.comm_ns
+
+
+@settings(max_examples=100, deadline=None)
+@given(profiles(7), st.integers(1, 2), st.data())
+def test_bound_is_a_lower_bound(p, streams, data):
+    """The bound of a prefix never exceeds the best completion of that prefix."""
+    n = len(p.tensors)
+    cuts = data.draw(st.lists(st.integers(1, n), unique=True, max_size=n)) if n > 1 else []
+    prefix = sorted(c for c in cuts if c < n)
+    ranks = [data.draw(st.integers(0, streams - 1)) for _ in prefix]
+    core = Fusion(p, streams=streams).core()
+    bound = core.node_bound(prefix, ranks)
+    f = Fusion(p, streams=streams)
+    plans = []
+    rest = list(range(prefix[-1] + 1 if prefix else 1, n))
+    for choice in itertools.product((0, 1), repeat=len(rest)):
+        ends = prefix + [e for e, c in zip(rest, choice) if c] + [n]
+        for tail in itertools.product(range(streams), repeat=len(ends) - len(prefix)):
+            plans.append(f.evaluate(ends, ranks + list(tail)).comm_ns)
+    assert bound <= min(plans)
+
+
+def test_doctest():
+    assert doctest.testmod(yewpy.apps.dnn.fusion).failed == 0
+
+
+# -- the synthetic profiles and the baselines -------------------------------------------------------
+
+@pytest.mark.parametrize("make, tensors, params", [(resnet50, 161, 25_557_032), (bert_large, 391, None)])
+def test_synthetic_optimum_beats_baselines(make, tensors, params):
+    p = make()
+    assert len(p.tensors) == tensors
+    if params:
+        assert p.total_bytes == 4 * params
+    f = Fusion(p)
+    best = f.dp()
+    result = f.search()
+    assert result.objective == best.comm_ns
+    base = f.baselines(25)
+    assert set(base) == {"no_fusion", "single_bucket", "fixed_25mb", "fixed_64mb"}
+    for name, plan in base.items():
+        assert best.comm_ns <= plan.comm_ns, name
+    assert best.comm_ns < base["fixed_25mb"].comm_ns          # the default is not optimal here
+    assert len(base["single_bucket"].ends) == 1 and len(base["no_fusion"].ends) == tensors
+    for mb in (25, 64):                                        # DDP's rule: close at >= the cap
+        sizes = [sum(p.nbytes[a:b + 1]) for a, b in f.fixed(mb * MIB).buckets()]
+        assert all(s >= mb * MIB for s in sizes[:-1]) and all(
+            s - p.nbytes[b] < mb * MIB for s, (a, b) in zip(sizes, f.fixed(mb * MIB).buckets()))
+
+
+def test_bucket_cap_and_streams_on_bert():
+    p = bert_large()
+    free = Fusion(p).dp().comm_ns
+    capped = Fusion(p, max_buckets=3)
+    assert capped.dp().comm_ns == capped.search().objective >= free
+    assert len(capped.search().solution.ends) <= 3
+    memory = Fusion(p, cap_bytes=64 * MIB)
+    plan = memory.search().solution
+    assert plan.comm_ns == memory.dp().comm_ns >= free and plan.feasible
+    two = Fusion(p, streams=2).search()
+    assert two.status == "optimal" and two.objective <= free
+
+
+@pytest.mark.parametrize("coordination, params", COORDINATIONS)
+def test_every_coordination_equals_sequential(coordination, params):
+    p = resnet50(batch=32)
+    for f in (Fusion(p, streams=2), Fusion(p, max_buckets=6, cap_bytes=30 * MIB)):
+        want = f.search().objective
+        got = f.search(coordination, **params)
+        assert got.status == "optimal" and got.objective == want == got.solution.comm_ns
+
+
+# -- front ends ------------------------------------------------------------------------------------
+
+def test_model_front_end():
+    model, cluster = load_model("bert-large"), load_cluster("dgx-v100-32g:2x8")
+    p = profile_from_model(model, cluster, batch=4)
+    grads = [b for b in model.blocks if not b.tied and b.params > 0]
+    assert list(p.tensors) == [b.name for b in reversed(grads)]
+    assert p.total_bytes == sum(4 * round(b.params) for b in grads)
+    backward = 2 * model.forward_flops(4) / (125e12 * 0.5)
+    assert abs(p.ready_ns[-1] / 1e9 - backward) < 1e-6 * backward + 1e-8
+    f = Fusion(p)
+    assert f.search().objective == f.dp().comm_ns
+
+
+def test_profile_json_round_trip(tmp_path):
+    p = resnet50(batch=8)
+    path = tmp_path / "r.json"
+    path.write_text(write_profile(p))
+    assert read_profile(str(path)) == p
+
+
+def test_bad_profiles(tmp_path):
+    path = tmp_path / "bad.json"
+    good = '{"alpha": 1e-5, "beta": 1e-10,\n "tensors": [\n  {"bytes": 10, "backward": 0.001},\n'
+    assert_names_line(read_profile, path, good + '  {"bytes": -1, "backward": 0.001}\n]}\n', 4)
+    assert_names_line(read_profile, path, good + '  {"bytes": 1.5, "backward": 0.001}\n]}\n', 4)
+    assert_names_line(read_profile, path, good + '  {"bytes": 1, "size": 2, "backward": 0}\n]}\n', 4)
+    assert_names_line(read_profile, path, good + '  {"bytes": 1, "backward": 0}\n]\n', 6)   # unclosed
+    assert_names_line(read_profile, path, '{"alpha": 1e-5,\n "tensors": []}', 1)
+    with pytest.raises(UsageError):
+        Fusion(resnet50(), streams=0)
+    with pytest.raises(UsageError):
+        Fusion(resnet50(), max_buckets=1, cap_bytes=MIB)       # the cap needs more than one bucket
+
+
+# -- the command line ------------------------------------------------------------------------------
+
+def test_cli_json_and_errors(tmp_path):
+    out = subprocess.run([*yewpy_cmd(), "fusion", "--synthetic", "resnet50", "--json"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    f = Fusion(resnet50())
+    assert doc["objective"] == f.dp().comm_ns and doc["status"] == "optimal"
+    assert doc["plan"]["iteration_seconds"] == f.iteration_seconds(f.dp())
+    assert set(doc["baselines"]) == {"no_fusion", "single_bucket", "fixed_25mb", "fixed_64mb", "dp"}
+    assert doc["baselines"]["fixed_25mb"]["iteration_seconds"] >= doc["plan"]["iteration_seconds"]
+    fixed = subprocess.run([*yewpy_cmd(), "fusion", "--synthetic", "resnet50", "--method", "fixed",
+                            "--bucket-mb", "10", "--json"], capture_output=True, text=True, timeout=60)
+    doc = json.loads(fixed.stdout)
+    assert doc["objective"] == f.fixed(10 * MIB).comm_ns and "fixed_10mb" in doc["baselines"]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"alpha": 1,\n "beta": "fast", "tensors": [{"bytes": 1, "backward": 0}]}')
+    for args, message in [(["--profile-json", str(bad)], f"{bad}:1: field 'beta' must be a number"),
+                          (["--synthetic", "resnet50", "--method", "dp", "--streams", "2"],
+                           "one stream only"),
+                          (["--model", "bert-large"], "exactly one of"),
+                          (["--synthetic", "resnet50", "--method", "dp", "--skeleton", "stacksteal"],
+                           "apply to --method bnb")]:
+        run = subprocess.run([*yewpy_cmd(), "fusion", *args], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_mpi_two_ranks_equals_sequential():
+    f = Fusion(bert_large(), streams=2)
+    want = f.search().objective
+    run = run_ranks(2, [*yewpy_cmd(), "fusion", "--synthetic", "bert-large", "--streams", "2",
+                        "--skeleton", "budget", "--json"])
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["ranks"] == 2 and doc["objective"] == want and doc["status"] == "optimal"
