@@ -2,3 +2,4 @@
 
 # subcommand -> module under yewpy.apps
 APPS = {name: name for name in ("nqueens", "maxclique", "knapsack", "uts", "semigroups", "sip", "tsp")}
+APPS["dnn-plan"] = "dnn_plan"
