@@ -19,8 +19,16 @@ from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, canonical, 
 from yewpy.errors import UsageError
 from yewpy.result import Result
 
-FIX_KEYS = {"tp": int, "pp": int, "dp": int, "mb": int, "v": int, "schedule": str, "recompute": str,
-            "zero": int}
+FIX_KEYS = {
+    "tp": int,
+    "pp": int,
+    "dp": int,
+    "mb": int,
+    "v": int,
+    "schedule": str,
+    "recompute": str,
+    "zero": int,
+}
 SWEEP = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0, 2.0, 4.0, 8.0, 16.0)
 
 
@@ -43,8 +51,9 @@ def parse_fix(text: str) -> dict:
     return out
 
 
-def plan(model: Model, cluster: Cluster, train: Training, top: int = 3, exhaustive: bool = False,
-         **params: Any) -> Result:
+def plan(
+    model: Model, cluster: Cluster, train: Training, top: int = 3, exhaustive: bool = False, **params: Any
+) -> Result:
     """Search, then break ties deterministically; ``result.extras`` holds the JSON plan, the top-K
     alternatives and the sensitivity range. ``params`` go to :func:`yewpy.search`."""
     start = time.perf_counter()
@@ -53,15 +62,19 @@ def plan(model: Model, cluster: Cluster, train: Training, top: int = 3, exhausti
     params.setdefault("prune_level", False)
     result = search.search(**params)
     if result.objective is None or result.objective == float("inf"):
-        raise UsageError(f"no plan fits: {model.name} does not fit on {cluster.describe()} in memory "
-                         "with the allowed techniques")
+        raise UsageError(
+            f"no plan fits: {model.name} does not fit on {cluster.describe()} in memory "
+            "with the allowed techniques"
+        )
     ranked = canonical(PlanSearch(model, cluster, train), result.objective, max(1, top))
     best = describe(search, ranked[0][1])
     extras = dict(best)
     extras["top"] = [dict(describe(search, leaf)["plan"], iteration_seconds=value) for value, leaf in ranked]
     extras["sensitivity"] = sensitivity(model, cluster, train, [leaf for _, leaf in ranked])
-    extras["launch"] = {"megatron": megatron_flags(best["plan"], train.global_batch, train.seq),
-                        "deepspeed": deepspeed_config(best["plan"], train.global_batch)}
+    extras["launch"] = {
+        "megatron": megatron_flags(best["plan"], train.global_batch, train.seq),
+        "deepspeed": deepspeed_config(best["plan"], train.global_batch),
+    }
     extras["nodes"] = result.nodes
     result.seconds = time.perf_counter() - start
     extras["seconds"] = result.seconds
@@ -77,8 +90,12 @@ def sensitivity(model: Model, cluster: Cluster, train: Training, leaves: list) -
         return None
     wins = []
     for f in SWEEP:
-        scaled = Cluster([replace(g, intra_bandwidth=g.intra_bandwidth * f, inter_bandwidth=g.inter_bandwidth * f)
-                          for g in cluster.groups])
+        scaled = Cluster(
+            [
+                replace(g, intra_bandwidth=g.intra_bandwidth * f, inter_bandwidth=g.inter_bandwidth * f)
+                for g in cluster.groups
+            ]
+        )
         s = PlanSearch(model, scaled, train, rank=False)
         times = [s.replay(leaf) for leaf in leaves]
         wins.append(times[0] <= min(times))
@@ -88,8 +105,12 @@ def sensitivity(model: Model, cluster: Cluster, train: Training, leaves: list) -
         lo -= 1
     while hi < len(SWEEP) - 1 and wins[hi + 1]:
         hi += 1
-    return {"bandwidth_factor": [SWEEP[lo], SWEEP[hi]], "sweep": list(SWEEP), "best_at": wins,
-            "compared_with": len(leaves) - 1}
+    return {
+        "bandwidth_factor": [SWEEP[lo], SWEEP[hi]],
+        "sweep": list(SWEEP),
+        "best_at": wins,
+        "compared_with": len(leaves) - 1,
+    }
 
 
 def training_from_args(args: argparse.Namespace, model: Model) -> Training:
@@ -104,11 +125,20 @@ def training_from_args(args: argparse.Namespace, model: Model) -> Training:
         raise UsageError("--global-batch must be positive")
     weight = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0}[args.precision]
     return Training(
-        global_batch=args.global_batch, seq=args.seq or model.seq, weight_bytes=weight,
-        grad_bytes=args.grad_bytes, optimizer_bytes=args.optimizer_bytes, eta=args.eta,
-        sequence_parallel=not args.no_sp, recompute=listed(args.recompute, RECOMPUTE, "recompute"),
-        zero=listed(args.zero, (0, 1, 2, 3), "zero", int), schedules=listed(args.schedules, SCHEDULES, "schedules"),
-        max_tp=args.max_tp, memory_fraction=args.memory_fraction, fix=parse_fix(args.fix or ""))
+        global_batch=args.global_batch,
+        seq=args.seq or model.seq,
+        weight_bytes=weight,
+        grad_bytes=args.grad_bytes,
+        optimizer_bytes=args.optimizer_bytes,
+        eta=args.eta,
+        sequence_parallel=not args.no_sp,
+        recompute=listed(args.recompute, RECOMPUTE, "recompute"),
+        zero=listed(args.zero, (0, 1, 2, 3), "zero", int),
+        schedules=listed(args.schedules, SCHEDULES, "schedules"),
+        max_tp=args.max_tp,
+        memory_fraction=args.memory_fraction,
+        fix=parse_fix(args.fix or ""),
+    )
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -116,8 +146,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", required=True, help="PRESET:NODESxGPUS[+...] or cluster JSON file")
     parser.add_argument("--global-batch", type=int, required=True, help="sequences per iteration")
     parser.add_argument("--seq", type=int, default=None, help="sequence length (default: the model's)")
-    parser.add_argument("--fix", default=None, help="pin dimensions: tp=8,pp=8,dp=..,mb=..,v=..,schedule=..,"
-                                                   "recompute=..,zero=..")
+    parser.add_argument(
+        "--fix",
+        default=None,
+        help="pin dimensions: tp=8,pp=8,dp=..,mb=..,v=..,schedule=..,recompute=..,zero=..",
+    )
     parser.add_argument("--top", type=int, default=3, help="report the K best shapes (default 3)")
     parser.add_argument("--exhaustive", action="store_true", help="same tree without the bound (slow)")
     parser.add_argument("--precision", choices=["bf16", "fp16", "fp32"], default="bf16")
@@ -141,21 +174,28 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     result = plan(model, cluster, train, top=args.top, exhaustive=args.exhaustive, **params)
     x, p = result.extras, result.extras["plan"]
     pred = x["predicted"]
-    lines = [f"Model {model.name} ({model.params / 1e9:.2f}B parameters) on {cluster.describe()}, "
-             f"B={train.global_batch}, s={train.seq}",
-             f"Plan: {p['mode']} tp={p['tp']} pp={p['pp']} dp={p['dp']} microbatch={p['microbatch']} "
-             f"schedule={p['schedule']}" + (f" v={p['interleave']}" if p["schedule"] == "interleaved" else "")
-             + (f" k={p['group_size']}" if p["schedule"] == "kfkb" else ""),
-             f"Predicted: {pred['iteration_seconds']:.4f} s/iteration, {pred['tflops_per_gpu']:.1f} TFLOP/s per "
-             f"GPU ({pred['model_tflops_per_gpu']:.1f} model), {pred['memory_gb_per_gpu']:.2f} GiB peak, "
-             f"{pred['gpus']} GPUs"]
+    lines = [
+        f"Model {model.name} ({model.params / 1e9:.2f}B parameters) on {cluster.describe()}, "
+        f"B={train.global_batch}, s={train.seq}",
+        f"Plan: {p['mode']} tp={p['tp']} pp={p['pp']} dp={p['dp']} microbatch={p['microbatch']} "
+        f"schedule={p['schedule']}"
+        + (f" v={p['interleave']}" if p["schedule"] == "interleaved" else "")
+        + (f" k={p['group_size']}" if p["schedule"] == "kfkb" else ""),
+        f"Predicted: {pred['iteration_seconds']:.4f} s/iteration, {pred['tflops_per_gpu']:.1f} TFLOP/s per "
+        f"GPU ({pred['model_tflops_per_gpu']:.1f} model), {pred['memory_gb_per_gpu']:.2f} GiB peak, "
+        f"{pred['gpus']} GPUs",
+    ]
     for j, s in enumerate(p["stages"]):
-        lines.append(f"  stage {j}: blocks {s['blocks'][0]}..{s['blocks'][1] - 1} on {s['group']} tp={s['tp']} "
-                     f"recompute={s['recompute']} zero={s['zero']} {s['ms_per_microbatch']} ms/mb "
-                     f"{s['memory_gb']:.2f}/{s['capacity_gb']:.2f} GiB")
+        lines.append(
+            f"  stage {j}: blocks {s['blocks'][0]}..{s['blocks'][1] - 1} on {s['group']} tp={s['tp']} "
+            f"recompute={s['recompute']} zero={s['zero']} {s['ms_per_microbatch']} ms/mb "
+            f"{s['memory_gb']:.2f}/{s['capacity_gb']:.2f} GiB"
+        )
     for i, alt in enumerate(x["top"][1:], 2):
-        lines.append(f"#{i}: tp={alt['tp']} pp={alt['pp']} dp={alt['dp']} mb={alt['microbatch']} "
-                     f"{alt['schedule']} {alt['iteration_seconds']:.4f} s")
+        lines.append(
+            f"#{i}: tp={alt['tp']} pp={alt['pp']} dp={alt['dp']} mb={alt['microbatch']} "
+            f"{alt['schedule']} {alt['iteration_seconds']:.4f} s"
+        )
     if x["sensitivity"]:
         lo, hi = x["sensitivity"]["bandwidth_factor"]
         lines.append(f"Stays best of the top {len(x['top'])} for link bandwidth x{lo:g} .. x{hi:g}")

@@ -26,20 +26,20 @@ from yewpy.apps.dnn.cost import RECOMPUTE, StageTables, Training, stage_cost
 from yewpy.apps.dnn.models import Model
 from yewpy.kinds import Optimisation
 
-SAFETY = 1.0 - 1e-9          # bounds are shrunk by this factor against rounding
+SAFETY = 1.0 - 1e-9  # bounds are shrunk by this factor against rounding
 
 
 @dataclass(frozen=True)
 class Shape:
     """The global decisions of a plan (levels 1-3)."""
 
-    mode: str           # "pipe": per-stage device groups; "hap": replicas of different groups
-    parts: tuple        # pipe: ((group, stages, t), ...); hap: ((group, replicas), ...)
+    mode: str  # "pipe": per-stage device groups; "hap": replicas of different groups
+    parts: tuple  # pipe: ((group, stages, t), ...); hap: ((group, replicas), ...)
     p: int
     d: int
-    t: int              # hap: the common TP degree; pipe: 0 (per group in parts)
+    t: int  # hap: the common TP degree; pipe: 0 (per group in parts)
     b: int
-    m: int              # pipe: micro-batches per replica; hap: micro-batches in all (B / b)
+    m: int  # pipe: micro-batches per replica; hap: micro-batches in all (B / b)
     schedule: str
     v: int = 1
     k: int = 1
@@ -64,8 +64,11 @@ def water_fill(A: list, X: list, d: list, M: float) -> float:
     fixed = [False] * len(A)
     while True:
         den = sum(dc / x for dc, x, f in zip(d, X, fixed) if not f)
-        num = M - sum(dc for dc, f in zip(d, fixed) if f) + sum(dc * a / x for a, x, dc, f in zip(A, X, d, fixed)
-                                                              if not f)
+        num = (
+            M
+            - sum(dc for dc, f in zip(d, fixed) if f)
+            + sum(dc * a / x for a, x, dc, f in zip(A, X, d, fixed) if not f)
+        )
         lam = num / den if den > 0 else math.inf
         low = [c for c in range(len(A)) if not fixed[c] and (lam - A[c]) / X[c] < 1]
         if not low:
@@ -93,23 +96,27 @@ class PlanSearch(Optimisation):
 
     sense = "min"
 
-    def __init__(self, model: Model, cluster: Cluster, train: Training, memo: bool = True,
-                 rank: bool = True) -> None:
+    def __init__(
+        self, model: Model, cluster: Cluster, train: Training, memo: bool = True, rank: bool = True
+    ) -> None:
         self.model, self.cluster, self.train = model, cluster, train
         self.n = len(model.blocks)
         self.memo_on = memo
         self.memo: dict = {}
         self.tables: dict = {}
         self.shapes = self._shapes()
-        if not rank:            # only for replaying known plans (sensitivity sweeps)
+        if not rank:  # only for replaying known plans (sensitivity sweeps)
             return
-        self.root_lb = [self._bound_state(i, 0, self._counts0(i), *self._zero_state(i)) for i in
-                        range(len(self.shapes))]
+        self.root_lb = [
+            self._bound_state(i, 0, self._counts0(i), *self._zero_state(i)) for i in range(len(self.shapes))
+        ]
         forms: dict = {}
         for i, sh in enumerate(self.shapes):
             forms.setdefault(sh.form(), {}).setdefault(sh.d, []).append(i)
-        self.forms = [(key, {d: sorted(ids, key=lambda i: (self.root_lb[i], i)) for d, ids in by_d.items()})
-                      for key, by_d in forms.items()]
+        self.forms = [
+            (key, {d: sorted(ids, key=lambda i: (self.root_lb[i], i)) for d, ids in by_d.items()})
+            for key, by_d in forms.items()
+        ]
         self.form_lb = [min(self.root_lb[i] for ids in by_d.values() for i in ids) for _, by_d in self.forms]
         self.form_order = sorted(range(len(self.forms)), key=lambda f: (self.form_lb[f], f))
 
@@ -121,8 +128,14 @@ class PlanSearch(Optimisation):
         subsets = [[g for g in range(len(groups)) if mask >> g & 1] for mask in range(1, 1 << len(groups))]
         for subset in subsets:
             # pipe mode
-            choices = [[(p, groups[g].gpus // p) for p in divisors(groups[g].gpus)
-                        if aligned(groups[g].gpus // p, groups[g].gpus_per_node)] for g in subset]
+            choices = [
+                [
+                    (p, groups[g].gpus // p)
+                    for p in divisors(groups[g].gpus)
+                    if aligned(groups[g].gpus // p, groups[g].gpus_per_node)
+                ]
+                for g in subset
+            ]
             for combo in _product(choices):
                 p = sum(c[0] for c in combo)
                 if p > self.n or fix.get("pp", p) != p:
@@ -225,14 +238,29 @@ class PlanSearch(Optimisation):
         if sh.mode == "pipe":
             d = sh.d
             k1 = d if d * t <= gr.gpus_per_node else max(1, gr.gpus_per_node // t)
-            return (k1, d // k1, gr.intra_bandwidth * eff, gr.inter_bandwidth * eff, gr.intra_latency,
-                    gr.inter_latency)
+            return (
+                k1,
+                d // k1,
+                gr.intra_bandwidth * eff,
+                gr.inter_bandwidth * eff,
+                gr.intra_latency,
+                gr.inter_latency,
+            )
         groups = [self.cluster.groups[x] for x, _ in sh.parts]
-        k1 = min(r if r * t <= self.cluster.groups[x].gpus_per_node else
-                 max(1, self.cluster.groups[x].gpus_per_node // t) for x, r in sh.parts)
-        return (k1, -(-sh.d // k1), min(x.intra_bandwidth for x in groups) * eff,
-                min(x.inter_bandwidth for x in groups) * eff, max(x.intra_latency for x in groups),
-                max(x.inter_latency for x in groups))
+        k1 = min(
+            r
+            if r * t <= self.cluster.groups[x].gpus_per_node
+            else max(1, self.cluster.groups[x].gpus_per_node // t)
+            for x, r in sh.parts
+        )
+        return (
+            k1,
+            -(-sh.d // k1),
+            min(x.intra_bandwidth for x in groups) * eff,
+            min(x.inter_bandwidth for x in groups) * eff,
+            max(x.intra_latency for x in groups),
+            max(x.inter_latency for x in groups),
+        )
 
     def _p2p_link(self, sid: int, prev: int | None, g: int, t: int) -> tuple | None:
         """The link a stage on group g receives its input over (None for the first stage)."""
@@ -280,7 +308,7 @@ class PlanSearch(Optimisation):
         if sh.d == 1:
             zs = [0] if (not zs or 0 in zs or "zero" not in tr.fix) else []
         elif 1 in zs and 0 in zs:
-            zs.remove(0)                      # ZeRO-1 is never slower and always smaller than plain DP
+            zs.remove(0)  # ZeRO-1 is never slower and always smaller than plain DP
         if sh.mode == "pipe":
             gs = [(g, t, s) for (g, s, t), c in zip(sh.parts, counts) if c > 0]
             cap = sum(c * self.table(g, t, sh.d, sh.b).rate for (g, _, t), c in zip(sh.parts, counts))
@@ -328,13 +356,28 @@ class PlanSearch(Optimisation):
         if sh.mode == "pipe":
             classes = [(g, sh.d, sh.m)]
         else:
-            classes = [(gg, r, sh.p) for gg, r in sh.parts]     # in-flight never above p - j (1F1B/kFkB)
+            classes = [(gg, r, sh.p) for gg, r in sh.parts]  # in-flight never above p - j (1F1B/kFkB)
         prev = stages[-1][0] if stages else None
         for c, (gg, _, m_mem) in enumerate(classes):
             tab = self.table(gg, t, sh.d, sh.b)
             link = self._p2p_link(sid, prev if sh.mode == "pipe" else (gg if stages else None), gg, t)
-            cost = stage_cost(tab, lo, hi, rc, z, j, sh.p, m_mem, sh.schedule, sh.v, sh.k, tr,
-                              self._dp_link(sid, gg, t), link, self.n - 1)
+            cost = stage_cost(
+                tab,
+                lo,
+                hi,
+                rc,
+                z,
+                j,
+                sh.p,
+                m_mem,
+                sh.schedule,
+                sh.v,
+                sh.k,
+                tr,
+                self._dp_link(sid, gg, t),
+                link,
+                self.n - 1,
+            )
             if cost.memory > tr.usable(self.cluster.groups[gg]):
                 return None
             newS[c] += cost.tau + 2 * cost.p2p
@@ -469,7 +512,7 @@ def canonical(search: PlanSearch, target: float, top: int = 1) -> list[tuple[flo
     Sequential and independent of how ``target`` was found, so every coordination agrees. The bound
     prunes against the ``top``-th best shape found so far (and against ``target`` until then).
     """
-    best: dict[int, tuple] = {}          # shape -> (time, order, leaf)
+    best: dict[int, tuple] = {}  # shape -> (time, order, leaf)
     order = [0]
     memo_saved, search.memo = search.memo, {}
 
@@ -514,24 +557,53 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
     node = ("s", sid, 0, search._counts0(sid), *search._zero_state(sid), ())
     out_stages, lo = [], 0
     for j, (g, k, rc, z) in enumerate(stages):
-        node2 = search._make(sid, node, g, sh.t if sh.mode == "hap" else dict(
-            (pg, pt) for pg, _, pt in sh.parts)[g], k, rc, z)
+        node2 = search._make(
+            sid, node, g, sh.t if sh.mode == "hap" else dict((pg, pt) for pg, _, pt in sh.parts)[g], k, rc, z
+        )
         assert node2 is not None
         node = node2
         entries = []
-        for gg, reps in ([(g, sh.d)] if sh.mode == "pipe" else sh.parts):
+        for gg, reps in [(g, sh.d)] if sh.mode == "pipe" else sh.parts:
             t = sh.t if sh.mode == "hap" else dict((pg, pt) for pg, _, pt in sh.parts)[gg]
             tab = search.table(gg, t, sh.d, sh.b)
-            cost = stage_cost(tab, lo, lo + k, rc, z, j, sh.p, sh.m if sh.mode == "pipe" else sh.p,
-                              sh.schedule, sh.v, sh.k, tr, search._dp_link(sid, gg, t), None, search.n - 1)
+            cost = stage_cost(
+                tab,
+                lo,
+                lo + k,
+                rc,
+                z,
+                j,
+                sh.p,
+                sh.m if sh.mode == "pipe" else sh.p,
+                sh.schedule,
+                sh.v,
+                sh.k,
+                tr,
+                search._dp_link(sid, gg, t),
+                None,
+                search.n - 1,
+            )
             entries.append((groups[gg].name, t, reps, cost))
-        out_stages.append({
-            "blocks": [lo, lo + k], "group": entries[0][0] if sh.mode == "pipe" else [e[0] for e in entries],
-            "tp": entries[0][1], "dp": sh.d, "recompute": rc, "zero": z,
-            "ms_per_microbatch": [round(e[3].tau * 1e3, 4) for e in entries],
-            "memory_gb": round(max(e[3].memory for e in entries) / 2**30, 3),
-            "capacity_gb": round(min(tr.usable(groups[x]) for x in ([g] if sh.mode == "pipe" else
-                                                                     [gg for gg, _ in sh.parts])) / 2**30, 3)})
+        out_stages.append(
+            {
+                "blocks": [lo, lo + k],
+                "group": entries[0][0] if sh.mode == "pipe" else [e[0] for e in entries],
+                "tp": entries[0][1],
+                "dp": sh.d,
+                "recompute": rc,
+                "zero": z,
+                "ms_per_microbatch": [round(e[3].tau * 1e3, 4) for e in entries],
+                "memory_gb": round(max(e[3].memory for e in entries) / 2**30, 3),
+                "capacity_gb": round(
+                    min(
+                        tr.usable(groups[x])
+                        for x in ([g] if sh.mode == "pipe" else [gg for gg, _ in sh.parts])
+                    )
+                    / 2**30,
+                    3,
+                ),
+            }
+        )
         lo += k
     if sh.mode == "pipe":
         gpus = sh.d * sum(s * t for _, s, t in sh.parts)
@@ -541,16 +613,30 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
         executed = sum(_stage_flops(search, sh, stages)) * tr.global_batch / sh.b
     model_flops = 3 * search.model.forward_flops(tr.global_batch, tr.seq)
     tps = sorted({s["tp"] for s in out_stages})
-    plan = {"mode": sh.mode, "tp": tps[0] if len(tps) == 1 else tps, "pp": sh.p, "dp": sh.d,
-            "microbatch": sh.b, "microbatches": sh.m if sh.mode == "pipe" else shares,
-            "schedule": sh.schedule, "interleave": sh.v, "group_size": sh.k, "stages": out_stages}
+    plan = {
+        "mode": sh.mode,
+        "tp": tps[0] if len(tps) == 1 else tps,
+        "pp": sh.p,
+        "dp": sh.d,
+        "microbatch": sh.b,
+        "microbatches": sh.m if sh.mode == "pipe" else shares,
+        "schedule": sh.schedule,
+        "interleave": sh.v,
+        "group_size": sh.k,
+        "stages": out_stages,
+    }
     if sh.mode == "hap":
         plan["replicas"] = [{"group": groups[gg].name, "count": reps} for gg, reps in sh.parts]
-    return {"plan": plan, "predicted": {
-        "iteration_seconds": seconds, "gpus": gpus,
-        "tflops_per_gpu": executed / gpus / seconds / 1e12,
-        "model_tflops_per_gpu": model_flops / gpus / seconds / 1e12,
-        "memory_gb_per_gpu": max(s["memory_gb"] for s in out_stages)}}
+    return {
+        "plan": plan,
+        "predicted": {
+            "iteration_seconds": seconds,
+            "gpus": gpus,
+            "tflops_per_gpu": executed / gpus / seconds / 1e12,
+            "model_tflops_per_gpu": model_flops / gpus / seconds / 1e12,
+            "memory_gb_per_gpu": max(s["memory_gb"] for s in out_stages),
+        },
+    }
 
 
 def _starts(stages: tuple) -> list[int]:
