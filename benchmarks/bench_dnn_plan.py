@@ -19,16 +19,25 @@ from yewpy.ranks import world
 
 def run(model: str, cluster: str, batch: int, coordination: str = "seq", **params) -> None:
     t0 = time.perf_counter()
-    result = plan(load_model(model), load_cluster(cluster), Training(batch, 2048), top=1,
-                  coordination=coordination, **params)
+    result = plan(
+        load_model(model),
+        load_cluster(cluster),
+        Training(batch, 2048),
+        top=1,
+        coordination=coordination,
+        **params,
+    )
     seconds = time.perf_counter() - t0
     comm = world()
     if comm is None or comm.Get_rank() == 0:
         p = result.extras["plan"]
-        print(f"{model} on {cluster} [{coordination}, ranks={result.metrics.get('ranks', 1)}]: "
-              f"{seconds:.3f} s, {result.nodes} nodes, {result.objective:.4f} s/iter, "
-              f"tp={p['tp']} pp={p['pp']} dp={p['dp']} mb={p['microbatch']} {p['schedule']} "
-              f"stages={[(s['group'], s['blocks'][1] - s['blocks'][0]) for s in p['stages']]}", flush=True)
+        print(
+            f"{model} on {cluster} [{coordination}, ranks={result.metrics.get('ranks', 1)}]: "
+            f"{seconds:.3f} s, {result.nodes} nodes, {result.objective:.4f} s/iter, "
+            f"tp={p['tp']} pp={p['pp']} dp={p['dp']} mb={p['microbatch']} {p['schedule']} "
+            f"stages={[(s['group'], s['blocks'][1] - s['blocks'][0]) for s in p['stages']]}",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -39,7 +48,9 @@ def main() -> None:
         t0 = time.perf_counter()
         from yewpy.apps.dnn.planner import ExhaustivePlanSearch
 
-        ex = ExhaustivePlanSearch(load_model("gpt3-175b"), load_cluster("dgx-a100-80g:128x8"), Training(1536, 2048))
+        ex = ExhaustivePlanSearch(
+            load_model("gpt3-175b"), load_cluster("dgx-a100-80g:128x8"), Training(1536, 2048)
+        )
         r = ex.search(time_limit=limit)
         print(f"exhaustive: {r.nodes} nodes in {time.perf_counter() - t0:.1f} s, status {r.status}")
     else:
