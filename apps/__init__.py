@@ -2,4 +2,4 @@
 
 # subcommand -> module under yewpy.apps
 APPS = {name: name for name in ("nqueens", "maxclique", "knapsack", "uts", "semigroups", "sip", "tsp")}
-APPS["fusion"] = "fusion"
+APPS.update({"dnn-plan": "dnn_plan", "fusion": "fusion"})

@@ -107,7 +107,7 @@ def search_params(args: argparse.Namespace) -> dict:
 def report(app: str, args: argparse.Namespace, result: Result, lines: list[str]) -> str:
     if args.json:
         return json.dumps({"app": app, "skeleton": args.skeleton, "ranks": result.metrics.get("ranks", 1),
-                           **result.to_dict(), **result.extras}, default=str)
+                           **result.to_dict()}, default=str)
     text = [*lines, f"nodes = {result.nodes}", f"status = {result.status}",
             f"wall seconds = {result.seconds:.3f} (search only)", f"ranks = {result.metrics.get('ranks', 1)}"]
     if args.metrics:

@@ -24,7 +24,7 @@ class Result:
     objective: Any = None
     solution: Any = None
     metrics: dict = field(default_factory=dict)
-    extras: dict = field(default_factory=dict)   # app-specific JSON fields, merged into the CLI's --json
+    extras: dict = field(default_factory=dict)   # app-specific top-level JSON keys
 
     @property
     def answer(self) -> Any:
@@ -35,4 +35,4 @@ class Result:
         """The JSON-ready fields (the answer under the kind's own key)."""
         key = {"enumeration": "value", "decision": "found", "optimisation": "objective"}[self.kind]
         return {"kind": self.kind, key: self.answer, "solution": self.solution, "nodes": self.nodes,
-                "seconds": self.seconds, "status": self.status, "metrics": self.metrics}
+                "seconds": self.seconds, "status": self.status, "metrics": self.metrics, **self.extras}

@@ -1,0 +1,260 @@
+"""The symbolic cost model: FLOPs, memory and communication per stage, combined by the pipeline formula.
+
+No profiling: every time is ``FLOPs / (t * eta * peak)`` or ``latency + bytes / (efficiency *
+bandwidth)``, so a ranking depends on the hardware only through the ratios peak/bandwidth and
+the relative device speeds, plus the absolute memory capacities (SMSG's idea; see docs/dnn.md).
+Formulas: Megatron SC'21 Eqs. 1-3, Korthikanti et al. 2022 Table 2, ZeRO (SC'20) §5/§7, the NCCL
+ring/hierarchical all-reduce.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from yewpy.apps.dnn.cluster import GIB, DeviceGroup
+from yewpy.apps.dnn.models import Model
+
+RECOMPUTE = ("none", "selective", "full")
+SCHEDULES = ("1f1b", "interleaved", "kfkb", "gpipe")
+# eta calibrated once on the Megatron 76.1B row of SC'21 Table 1 (see docs/dnn.md)
+DEFAULT_ETA = 0.58
+
+
+@dataclass(frozen=True)
+class Training:
+    """What the user trains with and what the planner may use."""
+
+    global_batch: int
+    seq: int
+    weight_bytes: float = 2.0  # 16-bit weights
+    grad_bytes: float = 4.0  # fp32 gradient buffers (Megatron); also the all-reduce width
+    optimizer_bytes: float = 12.0  # Adam: fp32 master copy, momentum, variance
+    eta: float = DEFAULT_ETA  # achieved fraction of peak FLOP/s
+    link_efficiency: float = 0.7  # achieved fraction of link bandwidth
+    sequence_parallel: bool = True
+    recompute: tuple = RECOMPUTE
+    zero: tuple = (0, 1, 2, 3)
+    schedules: tuple = SCHEDULES
+    microbatches: tuple = (1, 2, 4, 8, 16)
+    interleave: tuple = (2, 4)  # v for the interleaved schedule
+    group_sizes: tuple = (2, 4)  # k for kFkB
+    max_tp: int = 8
+    memory_fraction: float = 0.9  # usable = fraction * capacity - reserve
+    memory_reserve: float = 2 * GIB
+    fix: dict = field(default_factory=dict)
+
+    @property
+    def state_bytes(self) -> float:
+        return self.weight_bytes + self.grad_bytes + self.optimizer_bytes
+
+    def usable(self, group: DeviceGroup) -> float:
+        return self.memory_fraction * group.memory - self.memory_reserve
+
+
+# -- closed forms (test vectors) -----------------------------------------------------------------
+
+
+def megatron_params(layers: int, hidden: int, vocab: int, seq: int) -> float:
+    """Megatron SC'21 Eq. 2: 12 L h^2 (1 + 13/(12h) + (V + s)/(12 L h))."""
+    L, h = layers, hidden
+    return 12 * L * h * h * (1 + 13 / (12 * h) + (vocab + seq) / (12 * L * h))
+
+
+def megatron_flops(
+    batch: int, seq: int, layers: int, hidden: int, vocab: int, recompute: bool = True
+) -> float:
+    """Megatron SC'21 Eq. 3 (full recompute: 96, else 72) FLOPs per iteration."""
+    B, s, L, h, V = batch, seq, layers, hidden, vocab
+    if recompute:
+        return 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))
+    return 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h))
+
+
+def state_bytes_per_param(
+    stage: int, d: int, weight: float = 2, grad: float = 2, optimizer: float = 12
+) -> float:
+    """Model-state bytes per parameter per device under ZeRO ``stage`` over ``d`` ranks (ZeRO §5)."""
+    if stage == 0:
+        return weight + grad + optimizer
+    if stage == 1:
+        return weight + grad + optimizer / d
+    if stage == 2:
+        return weight + (grad + optimizer) / d
+    return (weight + grad + optimizer) / d
+
+
+def allreduce(nbytes: float, n: int, bandwidth: float, latency: float) -> float:
+    """Ring all-reduce of ``nbytes`` over ``n`` ranks: 2(n-1)alpha + 2(n-1)/n S/B."""
+    if n <= 1:
+        return 0.0
+    return 2 * (n - 1) * latency + 2 * (n - 1) / n * nbytes / bandwidth
+
+
+def hierarchical_allreduce(
+    nbytes: float, k1: int, k2: int, intra: float, inter: float, intra_lat: float, inter_lat: float
+) -> float:
+    """Reduce-scatter in the node (k1 GPUs), all-reduce across k2 nodes on S/k1, all-gather in the node."""
+    t = allreduce(nbytes, k1, intra, intra_lat)
+    if k2 > 1:
+        t += allreduce(nbytes / k1, k2, inter, inter_lat)
+    return t
+
+
+def inflight(schedule: str, j: int, p: int, m: int, v: int = 1, k: int = 1) -> float:
+    """Micro-batches whose activations stage ``j`` (0-based) holds at its peak (Korthikanti §4.3)."""
+    if schedule == "gpipe":
+        return m
+    if schedule == "kfkb":
+        return min(k * (p - j), m)
+    base = min(p - j, m)
+    if schedule == "interleaved":
+        return base * (1 + (p - 1) / (p * v))
+    return base
+
+
+# -- per-stage tables ------------------------------------------------------------------------------
+
+
+class StageTables:
+    """Prefix sums over the blocks for one (device group, t, d, b): time, FLOPs, params, activations.
+
+    A stage over blocks [lo, hi) costs O(1): differences of prefix sums.
+    """
+
+    def __init__(
+        self, model: Model, group: DeviceGroup, t: int, d: int, b: int, train: Training, ep_group_inter: bool
+    ) -> None:
+        s = train.seq
+        rate = t * train.eta * group.peak_flops
+        eff = train.link_efficiency
+        intra, lat = group.intra_bandwidth * eff, group.intra_latency
+        self.t, self.d, self.b, self.group = t, d, b, group
+        n = len(model.blocks)
+        self.time = {rc: [0.0] * (n + 1) for rc in RECOMPUTE}
+        self.flops = {rc: [0.0] * (n + 1) for rc in RECOMPUTE}
+        self.act = {rc: [0.0] * (n + 1) for rc in RECOMPUTE}
+        self.params = [0.0] * (n + 1)
+        self.dense = [0.0] * (n + 1)  # params all-reduced over the whole DP group
+        self.block_time = []
+        work = []
+        biggest_act = biggest_params = 0.0
+        for i, blk in enumerate(model.blocks):
+            f = blk.forward_flops(b, s)
+            extra = {"none": 0.0, "selective": blk.attention_flops(b, s), "full": f}
+            ar = allreduce(2.0 * b * s * blk.boundary, t, intra, lat) if t > 1 else 0.0
+            ep = min(d, blk.experts) if blk.experts else 1
+            a2a = 0.0
+            if blk.a2a and ep > 1:
+                bw = group.inter_bandwidth * eff if ep_group_inter else intra
+                l2 = group.inter_latency if ep_group_inter else lat
+                a2a = (ep - 1) * l2 + (ep - 1) / ep * 2.0 * b * s * blk.a2a / t / bw
+            for rc in RECOMPUTE:
+                fl = 3 * f + extra[rc]
+                n_ar = 2 * blk.tp_allreduces + (blk.tp_allreduces if rc == "full" else 0)
+                n_a2a = 4 + (2 if rc == "full" else 0)
+                self.flops[rc][i + 1] = self.flops[rc][i] + fl
+                self.time[rc][i + 1] = (
+                    self.time[rc][i] + fl / rate + n_ar * ar + (n_a2a * a2a if blk.a2a else 0)
+                )
+                self.act[rc][i + 1] = self.act[rc][i] + blk.activation_bytes(
+                    b, s, t, train.sequence_parallel, rc
+                )
+            self.block_time.append(self.time["none"][i + 1] - self.time["none"][i])
+            work.append(3 * f)
+            local = blk.params - blk.expert_params + blk.expert_params / ep
+            self.params[i + 1] = self.params[i] + local
+            self.dense[i + 1] = self.dense[i] + blk.params - blk.expert_params
+            biggest_act = max(biggest_act, blk.activation_bytes(b, s, t, train.sequence_parallel, "none"))
+            biggest_params = max(biggest_params, local)
+        self.work = [0.0]
+        for w in work:
+            self.work.append(self.work[-1] + w)
+        self.rate = rate
+        self.sorted_time = [0.0]
+        for x in sorted(self.block_time):
+            self.sorted_time.append(self.sorted_time[-1] + x)
+        self.working_set = biggest_act  # full recompute re-materialises one block at a time
+        self.gather_buffer = 2 * biggest_params  # ZeRO-3 prefetch: two blocks' gathered weights
+        self.head_params = model.blocks[-1].params if model.blocks[-1].tied else 0.0
+        self.tied = model.blocks[-1].tied and len(model.blocks) > 1
+        self.boundaries = [blk.boundary for blk in model.blocks]
+
+
+@dataclass
+class StageCost:
+    """One stage of a plan: its time per micro-batch, its exposed DP and optimizer time, its memory."""
+
+    tau: float  # compute + TP communication per micro-batch (fwd + bwd + recompute)
+    p2p: float  # one boundary send to the next stage
+    exposed: float  # DP communication not hidden behind the last backward + optimizer step
+    memory: float  # peak bytes per device
+    flops: float  # executed FLOPs per micro-batch on one replica of this stage (all t ranks)
+
+
+def stage_cost(
+    tab: StageTables,
+    lo: int,
+    hi: int,
+    rc: str,
+    zero: int,
+    j: int,
+    p: int,
+    m: int,
+    schedule: str,
+    v: int,
+    k: int,
+    train: Training,
+    dp_link: tuple,
+    p2p_link: tuple | None,
+    last_block: int,
+) -> StageCost:
+    """The cost of blocks [lo, hi) as stage ``j`` of ``p`` (see docs/dnn.md for every term)."""
+    t, d, b = tab.t, tab.d, tab.b
+    tau = tab.time[rc][hi] - tab.time[rc][lo]
+    params = tab.params[hi] - tab.params[lo]
+    if tab.tied and lo == 0 and hi == last_block + 1:
+        params -= tab.head_params  # embedding and tied head on one stage: one copy
+    local = params / t
+    state = state_bytes_per_param(zero, d, train.weight_bytes, train.grad_bytes, train.optimizer_bytes)
+    memory = local * state
+    if zero == 3:
+        memory += tab.gather_buffer / t * train.weight_bytes
+    act = tab.act[rc][hi] - tab.act[rc][lo]
+    memory += act * inflight(schedule, j, p, m, v, k)
+    if rc == "full":
+        memory += tab.working_set
+    # data parallel: the gradients of this stage's shard, over d ranks (hierarchical when spanning nodes)
+    exposed = 0.0
+    if d > 1:
+        grad = (tab.dense[hi] - tab.dense[lo]) / t * train.grad_bytes
+        k1, k2, intra, inter, lat_i, lat_o = dp_link
+        one = hierarchical_allreduce(grad, k1, k2, intra, inter, lat_i, lat_o)
+        if zero == 2:  # gradients reduce-scattered every micro-batch
+            dp = one / 2 * m + one / 2
+        elif zero == 3:  # reduce-scatter once; gathers per micro-batch below
+            dp = one / 2
+            gathers = one * train.weight_bytes / train.grad_bytes  # two all-gathers of 16-bit weights
+            tau += gathers  # not hidden: the next layer waits for its weights
+        else:
+            dp = one
+        exposed = max(0.0, dp - tau * 2 / 3)
+    touched = local / (d if zero >= 1 else 1)
+    exposed += 2 * touched * train.state_bytes / tab.group.hbm_bandwidth
+    p2p = 0.0
+    if p2p_link is not None:
+        bw, lat = p2p_link
+        p2p = lat + 2.0 * b * train.seq * tab.boundaries[hi - 1] / t / bw
+    return StageCost(tau, p2p, exposed, memory, tab.flops[rc][hi] - tab.flops[rc][lo])
+
+
+def pipeline_time(taus: list, p2ps: list, m: int, schedule: str, v: int, k: int) -> float:
+    """Megatron Eq. 1 for uneven stages: sum/v + (m - 1/v) * max of the exposed per-micro-batch times.
+
+    Exposed p2p per micro-batch: 1F1B 2 sends (forward out, backward out), interleaved 2v,
+    kFkB 2/k (a group's sends overlap its own later micro-batches), GPipe none (only the fill).
+    """
+    e = {"1f1b": 2.0, "interleaved": 2.0 * v, "kfkb": 2.0 / k, "gpipe": 0.0}[schedule]
+    div = v if schedule == "interleaved" else 1
+    fill = sum(tau + 2 * c for tau, c in zip(taus, p2ps)) / div
+    steady = max(tau + e * c for tau, c in zip(taus, p2ps))
+    return fill + (m - 1 / div) * steady

@@ -1,0 +1,658 @@
+"""The strategy planner: branch and bound over pipeline shape, then stage by stage.
+
+Tree (docs/dnn.md has the details and the bound's proof):
+
+1. formation: which device groups are used and how many pipeline stages each gets (``pipe`` mode:
+   stages of one group are equal, node-aligned slices) or, where a data-parallel group mixes
+   device types (``hap`` mode), how many whole pipeline replicas each group holds;
+2. the data-parallel degree d (the stage tensor-parallel degree follows: t = width / d);
+3. the micro-batch b and the schedule (1F1B, interleaved with v chunks, kFkB with groups of k, GPipe);
+4. stage by stage: the device group (pipe mode), the number of blocks, recomputation and ZeRO stage.
+
+Nodes are tuples (picklable, small). The objective (iteration seconds) is minimised; ties between
+plans of equal time are broken by a separate deterministic pass (:func:`canonical`), so every
+coordination and rank count reports the identical plan.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from yewpy.apps.dnn.cluster import Cluster
+from yewpy.apps.dnn.cost import RECOMPUTE, StageTables, Training, stage_cost
+from yewpy.apps.dnn.models import Model
+from yewpy.kinds import Optimisation
+
+SAFETY = 1.0 - 1e-9  # bounds are shrunk by this factor against rounding
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The global decisions of a plan (levels 1-3)."""
+
+    mode: str  # "pipe": per-stage device groups; "hap": replicas of different groups
+    parts: tuple  # pipe: ((group, stages, t), ...); hap: ((group, replicas), ...)
+    p: int
+    d: int
+    t: int  # hap: the common TP degree; pipe: 0 (per group in parts)
+    b: int
+    m: int  # pipe: micro-batches per replica; hap: micro-batches in all (B / b)
+    schedule: str
+    v: int = 1
+    k: int = 1
+
+    def form(self) -> tuple:
+        if self.mode == "pipe":
+            return ("pipe", tuple((g, s) for g, s, _ in self.parts))
+        return ("hap", self.p, self.t, tuple(g for g, _ in self.parts))
+
+
+def divisors(n: int) -> list[int]:
+    return [x for x in range(1, n + 1) if n % x == 0]
+
+
+def aligned(width: int, g: int) -> bool:
+    return width % g == 0 or g % width == 0
+
+
+def water_fill(A: list, X: list, d: list, M: float) -> float:
+    """min lambda s.t. A_c + m_c X_c <= lambda, sum d_c m_c = M, m_c >= 1 (continuous; the closed form
+    of the sharding-ratio LP: shares proportional to speed until a replica is at its floor)."""
+    fixed = [False] * len(A)
+    while True:
+        den = sum(dc / x for dc, x, f in zip(d, X, fixed) if not f)
+        num = (
+            M
+            - sum(dc for dc, f in zip(d, fixed) if f)
+            + sum(dc * a / x for a, x, dc, f in zip(A, X, d, fixed) if not f)
+        )
+        lam = num / den if den > 0 else math.inf
+        low = [c for c in range(len(A)) if not fixed[c] and (lam - A[c]) / X[c] < 1]
+        if not low:
+            floor = max((A[c] + X[c] for c in range(len(A)) if fixed[c]), default=-math.inf)
+            return max(lam, floor)
+        for c in low:
+            fixed[c] = True
+
+
+def integer_shares(A: list, X: list, d: list, M: int) -> tuple[float, list]:
+    """The exact integer version: every replica gets >= 1 micro-batch; greedy by the next finish time."""
+    counts = [[1] * dc for dc in d]
+    heap = [(A[c] + 2 * X[c], c, r) for c in range(len(A)) for r in range(d[c])]
+    heapq.heapify(heap)
+    for _ in range(M - sum(d)):
+        _, c, r = heapq.heappop(heap)
+        counts[c][r] += 1
+        heapq.heappush(heap, (A[c] + (counts[c][r] + 1) * X[c], c, r))
+    worst = max(A[c] + max(counts[c]) * X[c] for c in range(len(A)))
+    return worst, counts
+
+
+class PlanSearch(Optimisation):
+    """Minimise the predicted iteration time of training ``model`` on ``cluster``."""
+
+    sense = "min"
+
+    def __init__(
+        self, model: Model, cluster: Cluster, train: Training, memo: bool = True, rank: bool = True
+    ) -> None:
+        self.model, self.cluster, self.train = model, cluster, train
+        self.n = len(model.blocks)
+        self.memo_on = memo
+        self.memo: dict = {}
+        self.tables: dict = {}
+        self.shapes = self._shapes()
+        if not rank:  # only for replaying known plans (sensitivity sweeps)
+            return
+        self.root_lb = [
+            self._bound_state(i, 0, self._counts0(i), *self._zero_state(i)) for i in range(len(self.shapes))
+        ]
+        forms: dict = {}
+        for i, sh in enumerate(self.shapes):
+            forms.setdefault(sh.form(), {}).setdefault(sh.d, []).append(i)
+        self.forms = [
+            (key, {d: sorted(ids, key=lambda i: (self.root_lb[i], i)) for d, ids in by_d.items()})
+            for key, by_d in forms.items()
+        ]
+        self.form_lb = [min(self.root_lb[i] for ids in by_d.values() for i in ids) for _, by_d in self.forms]
+        self.form_order = sorted(range(len(self.forms)), key=lambda f: (self.form_lb[f], f))
+
+    # -- shapes ----------------------------------------------------------------------------------
+
+    def _shapes(self) -> list[Shape]:
+        tr, fix, groups = self.train, self.train.fix, self.cluster.groups
+        out = []
+        subsets = [[g for g in range(len(groups)) if mask >> g & 1] for mask in range(1, 1 << len(groups))]
+        for subset in subsets:
+            # pipe mode
+            choices = [
+                [
+                    (p, groups[g].gpus // p)
+                    for p in divisors(groups[g].gpus)
+                    if aligned(groups[g].gpus // p, groups[g].gpus_per_node)
+                ]
+                for g in subset
+            ]
+            for combo in _product(choices):
+                p = sum(c[0] for c in combo)
+                if p > self.n or fix.get("pp", p) != p:
+                    continue
+                widths = [c[1] for c in combo]
+                for d in divisors(math.gcd(*widths)):
+                    ts = [w // d for w in widths]
+                    if any(t > tr.max_tp or groups[g].gpus_per_node % t for g, t in zip(subset, ts)):
+                        continue
+                    if fix.get("dp", d) != d or any(fix.get("tp", t) != t for t in ts):
+                        continue
+                    parts = tuple((g, c[0], t) for g, c, t in zip(subset, combo, ts))
+                    out += self._schedules("pipe", parts, p, d, 0, tr.global_batch)
+            # hap mode: replicas of whole pipelines on different groups
+            if len(subset) < 2:
+                continue
+            for p in range(1, self.n + 1):
+                if fix.get("pp", p) != p:
+                    continue
+                for t in (1, 2, 4, 8, 16):
+                    if t > tr.max_tp or fix.get("tp", t) != t:
+                        continue
+                    reps = []
+                    for g in subset:
+                        gr = groups[g]
+                        if gr.gpus % (p * t) or gr.gpus_per_node % t:
+                            break
+                        dg = gr.gpus // (p * t)
+                        if not aligned(dg * t, gr.gpus_per_node):
+                            break
+                        reps.append((g, dg))
+                    else:
+                        d = sum(r[1] for r in reps)
+                        if fix.get("dp", d) == d:
+                            out += self._schedules("hap", tuple(reps), p, d, t, tr.global_batch)
+        return out
+
+    def _schedules(self, mode: str, parts: tuple, p: int, d: int, t: int, B: int) -> list[Shape]:
+        tr, fix = self.train, self.train.fix
+        out = []
+        for b in tr.microbatches:
+            if fix.get("mb", b) != b:
+                continue
+            if mode == "pipe":
+                if B % (d * b):
+                    continue
+                m = B // (d * b)
+            else:
+                if B % b or B // b < d:
+                    continue
+                m = B // b
+            for sched in tr.schedules:
+                if fix.get("schedule", sched) != sched or (p == 1 and sched != "1f1b"):
+                    continue
+                if sched == "interleaved":
+                    if mode == "hap" or m % p:
+                        continue
+                    for v in tr.interleave:
+                        if p * v <= self.n and fix.get("v", v) == v:
+                            out.append(Shape(mode, parts, p, d, t, b, m, sched, v=v))
+                elif sched == "kfkb":
+                    for k in tr.group_sizes:
+                        if k < (m if mode == "pipe" else m // d):
+                            out.append(Shape(mode, parts, p, d, t, b, m, sched, k=k))
+                elif sched == "gpipe" and mode == "hap":
+                    continue
+                else:
+                    out.append(Shape(mode, parts, p, d, t, b, m, sched))
+        return out
+
+    # -- per-shape data ----------------------------------------------------------------------------
+
+    def table(self, g: int, t: int, d: int, b: int) -> StageTables:
+        key = (g, t, d, b)
+        tab = self.tables.get(key)
+        if tab is None:
+            gr = self.cluster.groups[g]
+            tab = StageTables(self.model, gr, t, d, b, self.train, ep_group_inter=d * t > gr.gpus_per_node)
+            self.tables[key] = tab
+        return tab
+
+    def _classes(self, sid: int) -> list:
+        """Pipe: one class (the replicas), groups per stage. Hap: one class per group: (g, replicas)."""
+        sh = self.shapes[sid]
+        if sh.mode == "pipe":
+            return [(None, sh.d)]
+        return list(sh.parts)
+
+    def _counts0(self, sid: int) -> tuple:
+        sh = self.shapes[sid]
+        return tuple(s for _, s, _ in sh.parts) if sh.mode == "pipe" else (sh.p,)
+
+    def _zero_state(self, sid: int) -> tuple:
+        c = len(self._classes(sid))
+        return (0.0,) * c, (0.0,) * c, 0.0
+
+    def _dp_link(self, sid: int, g: int, t: int) -> tuple:
+        sh, eff = self.shapes[sid], self.train.link_efficiency
+        gr = self.cluster.groups[g]
+        if sh.mode == "pipe":
+            d = sh.d
+            k1 = d if d * t <= gr.gpus_per_node else max(1, gr.gpus_per_node // t)
+            return (
+                k1,
+                d // k1,
+                gr.intra_bandwidth * eff,
+                gr.inter_bandwidth * eff,
+                gr.intra_latency,
+                gr.inter_latency,
+            )
+        groups = [self.cluster.groups[x] for x, _ in sh.parts]
+        k1 = min(
+            r
+            if r * t <= self.cluster.groups[x].gpus_per_node
+            else max(1, self.cluster.groups[x].gpus_per_node // t)
+            for x, r in sh.parts
+        )
+        return (
+            k1,
+            -(-sh.d // k1),
+            min(x.intra_bandwidth for x in groups) * eff,
+            min(x.inter_bandwidth for x in groups) * eff,
+            max(x.intra_latency for x in groups),
+            max(x.inter_latency for x in groups),
+        )
+
+    def _p2p_link(self, sid: int, prev: int | None, g: int, t: int) -> tuple | None:
+        """The link a stage on group g receives its input over (None for the first stage)."""
+        if prev is None:
+            return None
+        sh, eff = self.shapes[sid], self.train.link_efficiency
+        gr = self.cluster.groups[g]
+        if prev != g:
+            bw, lat = self.cluster.link(self.cluster.groups[prev], gr)
+            return bw * eff, lat
+        if sh.d * t >= gr.gpus_per_node:
+            return gr.inter_bandwidth * eff, gr.inter_latency
+        return gr.intra_bandwidth * eff, gr.intra_latency
+
+    # -- the tree --------------------------------------------------------------------------------
+
+    def root(self) -> tuple:
+        return ("root",)
+
+    def children(self, node: tuple) -> Any:
+        tag = node[0]
+        if tag == "root":
+            for f in self.form_order:
+                yield ("form", f)
+        elif tag == "form":
+            for d in sorted(self.forms[node[1]][1]):
+                yield ("dp", node[1], d)
+        elif tag == "dp":
+            for sid in self.forms[node[1]][1][node[2]]:
+                zs = self._zero_state(sid)
+                yield ("s", sid, 0, self._counts0(sid), zs[0], zs[1], zs[2], ())
+        else:
+            yield from self._stage_children(node)
+
+    def _stage_children(self, node: tuple) -> Any:
+        _, sid, lo, counts, _, _, _, stages = node
+        sh, tr = self.shapes[sid], self.train
+        q = sum(counts)
+        if q == 0:
+            return
+        minblocks = sh.v
+        R = self.n - lo
+        rcs = [rc for rc in RECOMPUTE if rc in tr.recompute and tr.fix.get("recompute", rc) == rc]
+        zs = [z for z in sorted(tr.zero) if tr.fix.get("zero", z) == z]
+        if sh.d == 1:
+            zs = [0] if (not zs or 0 in zs or "zero" not in tr.fix) else []
+        elif 1 in zs and 0 in zs:
+            zs.remove(0)  # ZeRO-1 is never slower and always smaller than plain DP
+        if sh.mode == "pipe":
+            gs = [(g, t, s) for (g, s, t), c in zip(sh.parts, counts) if c > 0]
+            cap = sum(c * self.table(g, t, sh.d, sh.b).rate for (g, _, t), c in zip(sh.parts, counts))
+            options = [(g, t, max(1, round(R * self.table(g, t, sh.d, sh.b).rate / cap))) for g, t, _ in gs]
+            options.sort(key=lambda o: -self.table(o[0], o[1], sh.d, sh.b).rate)
+        else:
+            options = [(None, sh.t, max(1, round(R / q)))]
+        for g, t, share in options:
+            hi_max = self.n - (q - 1) * minblocks
+            if q == 1:
+                ks = [R]
+            else:
+                ks = _discrepancy(share, minblocks, hi_max - lo)
+            for k in ks:
+                found = []
+                for rc in rcs:
+                    for z in zs:
+                        child = self._make(sid, node, g, t, k, rc, z)
+                        if child is not None:
+                            found.append(child)
+                for child in _pareto(found):
+                    if self.memo_on and self._dominated(child):
+                        continue
+                    yield child
+
+    def _dominated(self, child: tuple) -> bool:
+        """Per-worker memo: drop a state no better than one seen at equal (shape, blocks, stages left)."""
+        key = (child[1], child[2], child[3])
+        vec = child[4] + child[5] + (child[6],)
+        seen = self.memo.setdefault(key, [])
+        for old in seen:
+            if all(a <= b for a, b in zip(old, vec)):
+                return True
+        seen[:] = [old for old in seen if not all(a <= b for a, b in zip(vec, old))]
+        seen.append(vec)
+        return False
+
+    def _make(self, sid: int, node: tuple, g: int | None, t: int, k: int, rc: str, z: int) -> tuple | None:
+        _, _, lo, counts, S, X, E, stages = node
+        sh, tr = self.shapes[sid], self.train
+        hi = lo + k
+        j = len(stages)
+        e = {"1f1b": 2.0, "interleaved": 2.0 * sh.v, "kfkb": 2.0 / sh.k, "gpipe": 0.0}[sh.schedule]
+        newS, newX, newE = list(S), list(X), E
+        if sh.mode == "pipe":
+            classes = [(g, sh.d, sh.m)]
+        else:
+            classes = [(gg, r, sh.p) for gg, r in sh.parts]  # in-flight never above p - j (1F1B/kFkB)
+        prev = stages[-1][0] if stages else None
+        for c, (gg, _, m_mem) in enumerate(classes):
+            tab = self.table(gg, t, sh.d, sh.b)
+            link = self._p2p_link(sid, prev if sh.mode == "pipe" else (gg if stages else None), gg, t)
+            cost = stage_cost(
+                tab,
+                lo,
+                hi,
+                rc,
+                z,
+                j,
+                sh.p,
+                m_mem,
+                sh.schedule,
+                sh.v,
+                sh.k,
+                tr,
+                self._dp_link(sid, gg, t),
+                link,
+                self.n - 1,
+            )
+            if cost.memory > tr.usable(self.cluster.groups[gg]):
+                return None
+            newS[c] += cost.tau + 2 * cost.p2p
+            newX[c] = max(newX[c], cost.tau + e * cost.p2p)
+            newE = max(newE, cost.exposed)
+        newcounts = list(counts)
+        if sh.mode == "pipe":
+            newcounts[[pg for pg, _, _ in sh.parts].index(g)] -= 1
+        else:
+            newcounts[0] -= 1
+        rest = sum(newcounts)
+        if rest == 0 and hi != self.n:
+            return None
+        if rest and self.n - hi < rest * sh.v:
+            return None
+        key = (g if sh.mode == "pipe" else 0, k, rc, z)
+        return ("s", sid, hi, tuple(newcounts), tuple(newS), tuple(newX), newE, stages + (key,))
+
+    def replay(self, leaf: tuple) -> float:
+        """The time of a leaf's plan (found by another PlanSearch with the same shapes) on this cluster."""
+        _, sid, _, _, _, _, _, stages = leaf
+        sh = self.shapes[sid]
+        node = ("s", sid, 0, self._counts0(sid), *self._zero_state(sid), ())
+        tps = {g: t for g, _, t in sh.parts} if sh.mode == "pipe" else {}
+        for g, k, rc, z in stages:
+            nxt = self._make(sid, node, g, tps.get(g, sh.t), k, rc, z)
+            if nxt is None:
+                return math.inf
+            node = nxt
+        return self.leaf_time(node)[0]
+
+    # -- objective and bound ---------------------------------------------------------------------
+
+    def objective(self, node: tuple) -> float:
+        if node[0] != "s" or sum(node[3]) or node[2] != self.n:
+            return math.inf
+        return self.leaf_time(node)[0]
+
+    def leaf_time(self, node: tuple) -> tuple:
+        _, sid, _, _, S, X, E, _ = node
+        sh = self.shapes[sid]
+        div = sh.v if sh.schedule == "interleaved" else 1
+        if sh.mode == "pipe":
+            return S[0] / div + (sh.m - 1 / div) * X[0] + E, None
+        A = [S[c] - X[c] for c in range(len(S))]
+        worst, counts = integer_shares(A, list(X), [r for _, r in sh.parts], sh.m)
+        return worst + E, counts
+
+    def bound(self, node: tuple) -> float:
+        tag = node[0]
+        if tag == "root":
+            return min(self.form_lb) * SAFETY if self.form_lb else math.inf
+        if tag == "form":
+            return self.form_lb[node[1]] * SAFETY
+        if tag == "dp":
+            return min(self.root_lb[i] for i in self.forms[node[1]][1][node[2]]) * SAFETY
+        _, sid, lo, counts, S, X, E, _ = node
+        return self._bound_state(sid, lo, counts, S, X, E) * SAFETY
+
+    def _bound_state(self, sid: int, lo: int, counts: tuple, S: tuple, X: tuple, E: float) -> float:
+        sh = self.shapes[sid]
+        q = sum(counts)
+        R = self.n - lo
+        div = sh.v if sh.schedule == "interleaved" else 1
+        if sh.mode == "pipe":
+            live = [(g, t, c) for (g, _, t), c in zip(sh.parts, counts) if c > 0]
+            if q == 0:
+                s_lb, x_lb = 0.0, 0.0
+            elif len(live) == 1:
+                tab = self.table(live[0][0], live[0][1], sh.d, sh.b)
+                total = tab.time["none"][self.n] - tab.time["none"][lo]
+                s_lb = total
+                x_lb = max(total / q, tab.sorted_time[-(-R // q)] if R <= self.n else 0.0)
+            else:
+                tabs = [(self.table(g, t, sh.d, sh.b), c) for g, t, c in live]
+                work = tabs[0][0].work[self.n] - tabs[0][0].work[lo]
+                s_lb = work / max(tab.rate for tab, _ in tabs)
+                x_lb = work / sum(tab.rate * c for tab, c in tabs)
+            return (S[0] + s_lb) / div + (sh.m - 1 / div) * max(X[0], x_lb) + E
+        A, Xs = [], []
+        for c, (g, _) in enumerate(sh.parts):
+            tab = self.table(g, sh.t, sh.d, sh.b)
+            total = tab.time["none"][self.n] - tab.time["none"][lo] if q else 0.0
+            x_lb = max(total / q, tab.sorted_time[-(-R // q)]) if q else 0.0
+            xc = max(X[c], x_lb)
+            A.append(S[c] + total - xc)
+            Xs.append(xc)
+        return water_fill(A, Xs, [r for _, r in sh.parts], sh.m) + E
+
+
+class ExhaustivePlanSearch(PlanSearch):
+    """The same tree with no bound and no dominance memo (for tests: the oracle BnB must equal)."""
+
+    def __init__(self, model: Model, cluster: Cluster, train: Training) -> None:
+        super().__init__(model, cluster, train, memo=False)
+
+    bound = Optimisation.bound
+
+
+def _product(lists: list) -> list:
+    out: list = [()]
+    for options in lists:
+        out = [o + (x,) for o in out for x in options]
+    return out
+
+
+def _discrepancy(share: int, low: int, high: int) -> list[int]:
+    """low..high ordered by distance from ``share`` (share first, then +1, -1, +2, -2, ...)."""
+    share = min(max(share, low), high)
+    out = [share]
+    for delta in range(1, high - low + 1):
+        for k in (share + delta, share - delta):
+            if low <= k <= high:
+                out.append(k)
+    return out
+
+
+def _pareto(children: list) -> list:
+    """Drop options of one (group, blocks) that are no better in any of (sum, max, exposed)."""
+    children.sort(key=lambda c: (c[4], c[5], c[6]))
+    kept: list = []
+    for c in children:
+        if not any(all(a <= b for a, b in zip(o[4] + o[5] + (o[6],), c[4] + c[5] + (c[6],))) for o in kept):
+            kept.append(c)
+    return kept
+
+
+def canonical(search: PlanSearch, target: float, top: int = 1) -> list[tuple[float, tuple]]:
+    """The deterministic tie-break: the ``top`` best distinct shapes, each by its first leaf in
+    depth-first order with the least time; the first entry is the first leaf with time <= ``target``.
+
+    Sequential and independent of how ``target`` was found, so every coordination agrees. The bound
+    prunes against the ``top``-th best shape found so far (and against ``target`` until then).
+    """
+    best: dict[int, tuple] = {}  # shape -> (time, order, leaf)
+    order = [0]
+    memo_saved, search.memo = search.memo, {}
+
+    def kth() -> float:
+        if len(best) < top:
+            return math.inf
+        return sorted(v[0] for v in best.values())[top - 1]
+
+    def visit(node: tuple) -> bool:
+        for child in search.children(node):
+            sid = child[1] if child[0] == "s" else None
+            limit = min(kth(), best[sid][0] if sid in best else math.inf)
+            if top == 1:
+                limit = min(limit, target / SAFETY)
+            if search.bound(child) > limit if top == 1 else search.bound(child) >= limit:
+                continue
+            if child[0] == "s" and child[2] == search.n and not sum(child[3]):
+                value = search.objective(child)
+                order[0] += 1
+                if value < (best[sid][0] if sid in best else math.inf):
+                    best[sid] = (value, order[0], child)
+                if top == 1 and value <= target:
+                    return True
+                continue
+            if visit(child):
+                return True
+        return False
+
+    try:
+        visit(search.root())
+    finally:
+        search.memo = memo_saved
+    ranked = sorted(best.values(), key=lambda v: (v[0], v[1]))[:top]
+    return [(v[0], v[2]) for v in ranked]
+
+
+def describe(search: PlanSearch, leaf: tuple) -> dict:
+    """A leaf as the JSON plan: global choices, per-stage layout, time, memory and predicted TF/s."""
+    _, sid, _, _, _, _, _, stages = leaf
+    sh, tr, groups = search.shapes[sid], search.train, search.cluster.groups
+    seconds, shares = search.leaf_time(leaf)
+    node = ("s", sid, 0, search._counts0(sid), *search._zero_state(sid), ())
+    out_stages, lo = [], 0
+    for j, (g, k, rc, z) in enumerate(stages):
+        node2 = search._make(
+            sid, node, g, sh.t if sh.mode == "hap" else dict((pg, pt) for pg, _, pt in sh.parts)[g], k, rc, z
+        )
+        assert node2 is not None
+        node = node2
+        entries = []
+        for gg, reps in [(g, sh.d)] if sh.mode == "pipe" else sh.parts:
+            t = sh.t if sh.mode == "hap" else dict((pg, pt) for pg, _, pt in sh.parts)[gg]
+            tab = search.table(gg, t, sh.d, sh.b)
+            cost = stage_cost(
+                tab,
+                lo,
+                lo + k,
+                rc,
+                z,
+                j,
+                sh.p,
+                sh.m if sh.mode == "pipe" else sh.p,
+                sh.schedule,
+                sh.v,
+                sh.k,
+                tr,
+                search._dp_link(sid, gg, t),
+                None,
+                search.n - 1,
+            )
+            entries.append((groups[gg].name, t, reps, cost))
+        out_stages.append(
+            {
+                "blocks": [lo, lo + k],
+                "group": entries[0][0] if sh.mode == "pipe" else [e[0] for e in entries],
+                "tp": entries[0][1],
+                "dp": sh.d,
+                "recompute": rc,
+                "zero": z,
+                "ms_per_microbatch": [round(e[3].tau * 1e3, 4) for e in entries],
+                "memory_gb": round(max(e[3].memory for e in entries) / 2**30, 3),
+                "capacity_gb": round(
+                    min(
+                        tr.usable(groups[x])
+                        for x in ([g] if sh.mode == "pipe" else [gg for gg, _ in sh.parts])
+                    )
+                    / 2**30,
+                    3,
+                ),
+            }
+        )
+        lo += k
+    if sh.mode == "pipe":
+        gpus = sh.d * sum(s * t for _, s, t in sh.parts)
+        executed = sum(_stage_flops(search, sh, stages)) * sh.d * sh.m
+    else:
+        gpus = sh.p * sh.t * sh.d
+        executed = sum(_stage_flops(search, sh, stages)) * tr.global_batch / sh.b
+    model_flops = 3 * search.model.forward_flops(tr.global_batch, tr.seq)
+    tps = sorted({s["tp"] for s in out_stages})
+    plan = {
+        "mode": sh.mode,
+        "tp": tps[0] if len(tps) == 1 else tps,
+        "pp": sh.p,
+        "dp": sh.d,
+        "microbatch": sh.b,
+        "microbatches": sh.m if sh.mode == "pipe" else shares,
+        "schedule": sh.schedule,
+        "interleave": sh.v,
+        "group_size": sh.k,
+        "stages": out_stages,
+    }
+    if sh.mode == "hap":
+        plan["replicas"] = [{"group": groups[gg].name, "count": reps} for gg, reps in sh.parts]
+    return {
+        "plan": plan,
+        "predicted": {
+            "iteration_seconds": seconds,
+            "gpus": gpus,
+            "tflops_per_gpu": executed / gpus / seconds / 1e12,
+            "model_tflops_per_gpu": model_flops / gpus / seconds / 1e12,
+            "memory_gb_per_gpu": max(s["memory_gb"] for s in out_stages),
+        },
+    }
+
+
+def _starts(stages: tuple) -> list[int]:
+    out, lo = [], 0
+    for _, k, _, _ in stages:
+        out.append(lo)
+        lo += k
+    return out
+
+
+def _stage_flops(search: PlanSearch, sh: Shape, stages: tuple) -> list[float]:
+    """Executed FLOPs per micro-batch of each stage (any table gives the same FLOPs for given b)."""
+    out = []
+    g0 = sh.parts[0][0]
+    t0 = sh.t if sh.mode == "hap" else sh.parts[0][2]
+    tab = search.table(g0, t0, sh.d, sh.b)
+    for lo, (_, k, rc, _) in zip(_starts(stages), stages):
+        out.append(tab.flops[rc][lo + k] - tab.flops[rc][lo])
+    return out

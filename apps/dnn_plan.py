@@ -1,0 +1,204 @@
+"""DNN parallelism planner: the fastest tensor/pipeline/data-parallel plan under a symbolic cost model.
+
+``yewpy dnn-plan --model gpt3-175b --cluster dgx-a100-80g:128x8 --global-batch 1536 [--fix tp=8,pp=8]``
+Branch and bound over pipeline shape, then stage by stage (yewpy.apps.dnn.planner); no profiling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import replace
+from typing import Any
+
+from yewpy.apps.dnn.cluster import Cluster, load_cluster
+from yewpy.apps.dnn.cost import DEFAULT_ETA, RECOMPUTE, SCHEDULES, Training
+from yewpy.apps.dnn.launch import deepspeed_config, megatron_flags
+from yewpy.apps.dnn.models import Model, load_model
+from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, canonical, describe
+from yewpy.errors import UsageError
+from yewpy.result import Result
+
+FIX_KEYS = {
+    "tp": int,
+    "pp": int,
+    "dp": int,
+    "mb": int,
+    "v": int,
+    "schedule": str,
+    "recompute": str,
+    "zero": int,
+}
+SWEEP = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0, 2.0, 4.0, 8.0, 16.0)
+
+
+def parse_fix(text: str) -> dict:
+    """``tp=8,pp=8`` -> {"tp": 8, "pp": 8}; anything else is a UsageError."""
+    out: dict[str, Any] = {}
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or key not in FIX_KEYS or not value:
+            raise UsageError(f"bad --fix item {item!r}: expected KEY=VALUE with KEY in {', '.join(FIX_KEYS)}")
+        if FIX_KEYS[key] is int:
+            if not value.isdigit() or int(value) < (0 if key == "zero" else 1):
+                raise UsageError(f"bad --fix item {item!r}: {key} takes a positive integer")
+            out[key] = int(value)
+        else:
+            allowed = SCHEDULES if key == "schedule" else RECOMPUTE
+            if value not in allowed:
+                raise UsageError(f"bad --fix item {item!r}: {key} is one of {', '.join(allowed)}")
+            out[key] = value
+    return out
+
+
+def plan(
+    model: Model, cluster: Cluster, train: Training, top: int = 3, exhaustive: bool = False, **params: Any
+) -> Result:
+    """Search, then break ties deterministically; ``result.extras`` holds the JSON plan, the top-K
+    alternatives and the sensitivity range. ``params`` go to :func:`yewpy.search`."""
+    start = time.perf_counter()
+    cls = ExhaustivePlanSearch if exhaustive else PlanSearch
+    search = cls(model, cluster, train)
+    params.setdefault("prune_level", False)
+    result = search.search(**params)
+    if result.objective is None or result.objective == float("inf"):
+        raise UsageError(
+            f"no plan fits: {model.name} does not fit on {cluster.describe()} in memory "
+            "with the allowed techniques"
+        )
+    ranked = canonical(PlanSearch(model, cluster, train), result.objective, max(1, top))
+    best = describe(search, ranked[0][1])
+    extras = dict(best)
+    extras["top"] = [dict(describe(search, leaf)["plan"], iteration_seconds=value) for value, leaf in ranked]
+    extras["sensitivity"] = sensitivity(model, cluster, train, [leaf for _, leaf in ranked])
+    extras["launch"] = {
+        "megatron": megatron_flags(best["plan"], train.global_batch, train.seq),
+        "deepspeed": deepspeed_config(best["plan"], train.global_batch),
+    }
+    extras["nodes"] = result.nodes
+    result.seconds = time.perf_counter() - start
+    extras["seconds"] = result.seconds
+    result.solution = best["plan"]
+    result.extras = extras
+    return result
+
+
+def sensitivity(model: Model, cluster: Cluster, train: Training, leaves: list) -> dict | None:
+    """The interval of network-bandwidth scale factors (all links x f, i.e. compute/network ratio / f)
+    over which the chosen plan stays the fastest of the top-K plans, from a sweep of f in 1/16..16."""
+    if len(leaves) < 2:
+        return None
+    wins = []
+    for f in SWEEP:
+        scaled = Cluster(
+            [
+                replace(g, intra_bandwidth=g.intra_bandwidth * f, inter_bandwidth=g.inter_bandwidth * f)
+                for g in cluster.groups
+            ]
+        )
+        s = PlanSearch(model, scaled, train, rank=False)
+        times = [s.replay(leaf) for leaf in leaves]
+        wins.append(times[0] <= min(times))
+    i = SWEEP.index(1.0)
+    lo = hi = i
+    while lo > 0 and wins[lo - 1]:
+        lo -= 1
+    while hi < len(SWEEP) - 1 and wins[hi + 1]:
+        hi += 1
+    return {
+        "bandwidth_factor": [SWEEP[lo], SWEEP[hi]],
+        "sweep": list(SWEEP),
+        "best_at": wins,
+        "compared_with": len(leaves) - 1,
+    }
+
+
+def training_from_args(args: argparse.Namespace, model: Model) -> Training:
+    def listed(text: str, allowed: tuple, name: str, kind: type = str) -> tuple:
+        items = tuple(kind(x) if kind is str or x.isdigit() else x for x in text.split(","))
+        bad = [x for x in items if x not in allowed]
+        if bad:
+            raise UsageError(f"--{name}: {bad[0]!r} is not one of {', '.join(map(str, allowed))}")
+        return items
+
+    if args.global_batch < 1:
+        raise UsageError("--global-batch must be positive")
+    weight = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0}[args.precision]
+    return Training(
+        global_batch=args.global_batch,
+        seq=args.seq or model.seq,
+        weight_bytes=weight,
+        grad_bytes=args.grad_bytes,
+        optimizer_bytes=args.optimizer_bytes,
+        eta=args.eta,
+        sequence_parallel=not args.no_sp,
+        recompute=listed(args.recompute, RECOMPUTE, "recompute"),
+        zero=listed(args.zero, (0, 1, 2, 3), "zero", int),
+        schedules=listed(args.schedules, SCHEDULES, "schedules"),
+        max_tp=args.max_tp,
+        memory_fraction=args.memory_fraction,
+        fix=parse_fix(args.fix or ""),
+    )
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="preset name (e.g. gpt3-175b) or model JSON file")
+    parser.add_argument("--cluster", required=True, help="PRESET:NODESxGPUS[+...] or cluster JSON file")
+    parser.add_argument("--global-batch", type=int, required=True, help="sequences per iteration")
+    parser.add_argument("--seq", type=int, default=None, help="sequence length (default: the model's)")
+    parser.add_argument(
+        "--fix",
+        default=None,
+        help="pin dimensions: tp=8,pp=8,dp=..,mb=..,v=..,schedule=..,recompute=..,zero=..",
+    )
+    parser.add_argument("--top", type=int, default=3, help="report the K best shapes (default 3)")
+    parser.add_argument("--exhaustive", action="store_true", help="same tree without the bound (slow)")
+    parser.add_argument("--precision", choices=["bf16", "fp16", "fp32"], default="bf16")
+    parser.add_argument("--grad-bytes", type=float, default=4.0, help="gradient bytes/param (default 4)")
+    parser.add_argument("--optimizer-bytes", type=float, default=12.0, help="optimizer bytes/param (Adam 12)")
+    parser.add_argument("--recompute", default=",".join(RECOMPUTE), help="allowed recomputation modes")
+    parser.add_argument("--zero", default="0,1,2,3", help="allowed ZeRO stages")
+    parser.add_argument("--schedules", default=",".join(SCHEDULES), help="allowed pipeline schedules")
+    parser.add_argument("--no-sp", action="store_true", help="no sequence parallelism with TP")
+    parser.add_argument("--max-tp", type=int, default=8, help="largest tensor-parallel degree")
+    parser.add_argument("--eta", type=float, default=DEFAULT_ETA, help="achieved fraction of peak FLOP/s")
+    parser.add_argument("--memory-fraction", type=float, default=0.9, help="usable share of GPU memory")
+
+
+def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
+    if args.top < 1:
+        raise UsageError("--top must be at least 1")
+    model = load_model(args.model)
+    cluster = load_cluster(args.cluster)
+    train = training_from_args(args, model)
+    result = plan(model, cluster, train, top=args.top, exhaustive=args.exhaustive, **params)
+    x, p = result.extras, result.extras["plan"]
+    pred = x["predicted"]
+    lines = [
+        f"Model {model.name} ({model.params / 1e9:.2f}B parameters) on {cluster.describe()}, "
+        f"B={train.global_batch}, s={train.seq}",
+        f"Plan: {p['mode']} tp={p['tp']} pp={p['pp']} dp={p['dp']} microbatch={p['microbatch']} "
+        f"schedule={p['schedule']}"
+        + (f" v={p['interleave']}" if p["schedule"] == "interleaved" else "")
+        + (f" k={p['group_size']}" if p["schedule"] == "kfkb" else ""),
+        f"Predicted: {pred['iteration_seconds']:.4f} s/iteration, {pred['tflops_per_gpu']:.1f} TFLOP/s per "
+        f"GPU ({pred['model_tflops_per_gpu']:.1f} model), {pred['memory_gb_per_gpu']:.2f} GiB peak, "
+        f"{pred['gpus']} GPUs",
+    ]
+    for j, s in enumerate(p["stages"]):
+        lines.append(
+            f"  stage {j}: blocks {s['blocks'][0]}..{s['blocks'][1] - 1} on {s['group']} tp={s['tp']} "
+            f"recompute={s['recompute']} zero={s['zero']} {s['ms_per_microbatch']} ms/mb "
+            f"{s['memory_gb']:.2f}/{s['capacity_gb']:.2f} GiB"
+        )
+    for i, alt in enumerate(x["top"][1:], 2):
+        lines.append(
+            f"#{i}: tp={alt['tp']} pp={alt['pp']} dp={alt['dp']} mb={alt['microbatch']} "
+            f"{alt['schedule']} {alt['iteration_seconds']:.4f} s"
+        )
+    if x["sensitivity"]:
+        lo, hi = x["sensitivity"]["bandwidth_factor"]
+        lines.append(f"Stays best of the top {len(x['top'])} for link bandwidth x{lo:g} .. x{hi:g}")
+    lines.append(f"Megatron-LM: {x['launch']['megatron']}")
+    lines.append(f"DeepSpeed: {x['launch']['deepspeed']}")
+    return result, lines

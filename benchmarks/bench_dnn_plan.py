@@ -1,0 +1,63 @@
+"""Search time and nodes of the DNN planner (prints figures; see docs/benchmarks_dnn.md).
+
+python benchmarks/bench_dnn_plan.py gpt3          # GPT-3 175B on 1024 A100: BnB vs --exhaustive (time-capped)
+python benchmarks/bench_dnn_plan.py mixed 4       # GPT 18.4B on 4+4 A100/V100 nodes, one search
+mpiexec -n 2 python benchmarks/bench_dnn_plan.py mixed 8 stacksteal
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from yewpy.apps.dnn.cluster import load_cluster
+from yewpy.apps.dnn.cost import Training
+from yewpy.apps.dnn.models import load_model
+from yewpy.apps.dnn_plan import plan
+from yewpy.ranks import world
+
+
+def run(model: str, cluster: str, batch: int, coordination: str = "seq", **params) -> None:
+    t0 = time.perf_counter()
+    result = plan(
+        load_model(model),
+        load_cluster(cluster),
+        Training(batch, 2048),
+        top=1,
+        coordination=coordination,
+        **params,
+    )
+    seconds = time.perf_counter() - t0
+    comm = world()
+    if comm is None or comm.Get_rank() == 0:
+        p = result.extras["plan"]
+        print(
+            f"{model} on {cluster} [{coordination}, ranks={result.metrics.get('ranks', 1)}]: "
+            f"{seconds:.3f} s, {result.nodes} nodes, {result.objective:.4f} s/iter, "
+            f"tp={p['tp']} pp={p['pp']} dp={p['dp']} mb={p['microbatch']} {p['schedule']} "
+            f"stages={[(s['group'], s['blocks'][1] - s['blocks'][0]) for s in p['stages']]}",
+            flush=True,
+        )
+
+
+def main() -> None:
+    what = sys.argv[1]
+    if what == "gpt3":
+        run("gpt3-175b", "dgx-a100-80g:128x8", 1536)
+        limit = float(sys.argv[2]) if len(sys.argv) > 2 else 60.0
+        t0 = time.perf_counter()
+        from yewpy.apps.dnn.planner import ExhaustivePlanSearch
+
+        ex = ExhaustivePlanSearch(
+            load_model("gpt3-175b"), load_cluster("dgx-a100-80g:128x8"), Training(1536, 2048)
+        )
+        r = ex.search(time_limit=limit)
+        print(f"exhaustive: {r.nodes} nodes in {time.perf_counter() - t0:.1f} s, status {r.status}")
+    else:
+        nodes = int(sys.argv[2])
+        coordination = sys.argv[3] if len(sys.argv) > 3 else "seq"
+        run("megatron-18.4b", f"dgx-a100-80g:{nodes}x8+dgx-v100-32g:{nodes}x8", 512, coordination)
+
+
+if __name__ == "__main__":
+    main()
