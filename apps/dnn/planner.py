@@ -104,6 +104,7 @@ class PlanSearch(Optimisation):
         self.memo_on = memo
         self.memo: dict = {}
         self.tables: dict = {}
+        self.costs: dict = {}
         self.shapes = self._shapes()
         if not rank:  # only for replaying known plans (sensitivity sweeps)
             return
@@ -359,25 +360,27 @@ class PlanSearch(Optimisation):
             classes = [(gg, r, sh.p) for gg, r in sh.parts]  # in-flight never above p - j (1F1B/kFkB)
         prev = stages[-1][0] if stages else None
         for c, (gg, _, m_mem) in enumerate(classes):
-            tab = self.table(gg, t, sh.d, sh.b)
-            link = self._p2p_link(sid, prev if sh.mode == "pipe" else (gg if stages else None), gg, t)
-            cost = stage_cost(
-                tab,
-                lo,
-                hi,
-                rc,
-                z,
-                j,
-                sh.p,
-                m_mem,
-                sh.schedule,
-                sh.v,
-                sh.k,
-                tr,
-                self._dp_link(sid, gg, t),
-                link,
-                self.n - 1,
-            )
+            before = prev if sh.mode == "pipe" else (gg if stages else None)
+            ckey = (sid, gg, t, lo, hi, rc, z, j, before)
+            cost = self.costs.get(ckey)
+            if cost is None:  # a stage's cost depends only on the key: many nodes share it
+                cost = self.costs[ckey] = stage_cost(
+                    self.table(gg, t, sh.d, sh.b),
+                    lo,
+                    hi,
+                    rc,
+                    z,
+                    j,
+                    sh.p,
+                    m_mem,
+                    sh.schedule,
+                    sh.v,
+                    sh.k,
+                    tr,
+                    self._dp_link(sid, gg, t),
+                    self._p2p_link(sid, before, gg, t),
+                    self.n - 1,
+                )
             if cost.memory > tr.usable(self.cluster.groups[gg]):
                 return None
             newS[c] += cost.tau + 2 * cost.p2p
