@@ -1,7 +1,7 @@
 """Tensor fusion (OF-WFBP): bucket gradients for overlapped all-reduce, vs fixed buckets and no fusion.
 
 ``yewpy fusion --model M --cluster C --method dp|bnb|fixed [--bucket-mb 25] [--json]``; or a
-per-tensor profile with ``--profile-json FILE`` or ``--synthetic resnet50|bert-large``.
+per-tensor profile with ``--profile-json FILE`` or ``--synthetic resnet50|bert-large|gpt3``.
 Variants: ``--streams S``, ``--max-buckets K``, ``--cap-mb M`` (bytes per fused bucket).
 """
 
@@ -12,11 +12,11 @@ import time
 from typing import Any
 
 from yewpy.apps.dnn.fusion import MIB, Fusion, Plan
-from yewpy.apps.dnn.fusion_profile import Profile, bert_large, read_profile, resnet50
+from yewpy.apps.dnn.fusion_profile import Profile, bert_large, gpt3, read_profile, resnet50
 from yewpy.errors import UsageError
 from yewpy.result import Result
 
-SYNTHETIC = {"resnet50": resnet50, "bert-large": bert_large}
+SYNTHETIC = {"resnet50": resnet50, "bert-large": bert_large, "gpt3": gpt3}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +48,7 @@ def load(args: argparse.Namespace) -> Profile:
         return read_profile(args.profile_json)
     batch = {} if args.batch is None else {"batch": args.batch}
     if args.synthetic:
-        if args.seq is not None and args.synthetic == "bert-large":
+        if args.seq is not None and args.synthetic != "resnet50":
             batch["seq"] = args.seq
         return SYNTHETIC[args.synthetic](**batch)
     from yewpy.apps.dnn.cluster import load_cluster

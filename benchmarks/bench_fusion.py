@@ -12,34 +12,7 @@ import statistics
 import time
 
 from yewpy.apps.dnn.fusion import MIB, Fusion
-from yewpy.apps.dnn.fusion_profile import SYNTHETIC, _layers_to_profile, bert_large, resnet50
-
-
-def gpt3(batch: int = 1, seq: int = 2048) -> object:
-    """GPT-3 175B (h = 12288, 96 layers, V = 51200) as 1,156 per-tensor gradients."""
-    h, layers_n, vocab, tokens = 12288, 96, 51200, batch * seq
-    hw = dict(SYNTHETIC)
-    layers, total = [], 0.0
-
-    def gemm(tag: str, din: int, dout: int, extra: float = 0.0) -> None:
-        nonlocal total
-        flops = 2.0 * tokens * din * dout + extra
-        total += flops
-        layers.append((flops / hw["flops"], [(f"{tag}.weight", din * dout), (f"{tag}.bias", dout)]))
-
-    def norm(tag: str) -> None:
-        layers.append((4 * tokens * h * 2 / hw["hbm"], [(f"{tag}.weight", h), (f"{tag}.bias", h)]))
-
-    layers.append((tokens * h * 4 / hw["hbm"], [("wte", vocab * h), ("wpe", seq * h)]))
-    for i in range(layers_n):
-        norm(f"h{i}.ln_1")
-        gemm(f"h{i}.qkv", h, 3 * h, extra=4.0 * batch * seq * seq * h)
-        gemm(f"h{i}.proj", h, h)
-        norm(f"h{i}.ln_2")
-        gemm(f"h{i}.fc", h, 4 * h)
-        gemm(f"h{i}.fc_proj", 4 * h, h)
-    norm("ln_f")
-    return _layers_to_profile("gpt3-175b", layers, total, hw)
+from yewpy.apps.dnn.fusion_profile import bert_large, gpt3, resnet50
 
 
 def timed(fn, **kwargs):

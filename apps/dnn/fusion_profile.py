@@ -172,40 +172,68 @@ def resnet50(batch: int = 64, **hardware: float) -> Profile:
     return _layers_to_profile(f"resnet50-b{batch}", layers, total, hw)
 
 
+class _Transformer:
+    """The layers of a synthetic transformer profile, in forward order: each a backward time and
+    its (tensor, elements) gradients; GEMMs are compute-bound, norms and embeddings memory-bound."""
+
+    def __init__(self, tokens: int, h: int, hw: dict) -> None:
+        self.tokens, self.h, self.hw = tokens, h, hw
+        self.layers: list[tuple[float, list[tuple[str, int]]]] = []
+        self.flops = 0.0
+
+    def linear(self, tag: str, din: int, dout: int, extra: float = 0.0) -> None:
+        flops = 2.0 * self.tokens * din * dout + extra
+        self.flops += flops
+        self.layers.append((flops / self.hw["flops"], [(f"{tag}.weight", din * dout), (f"{tag}.bias", dout)]))
+
+    def norm(self, tag: str) -> None:
+        h = self.h
+        seconds = 4 * self.tokens * h * 2 / self.hw["hbm"]             # memory-bound: 4 passes, fp16
+        self.layers.append((seconds, [(f"{tag}.weight", h), (f"{tag}.bias", h)]))
+
+    def embedding(self, passes: int, tensors: list[tuple[str, int]]) -> None:
+        self.layers.append((self.tokens * self.h * 2 * passes / self.hw["hbm"], tensors))
+
+    def profile(self, name: str) -> Profile:
+        return _layers_to_profile(name, self.layers, self.flops, self.hw)
+
+
 def bert_large(batch: int = 8, seq: int = 512, **hardware: float) -> Profile:
     """BERT-large encoder (24 layers, h = 1024, 391 tensors: embeddings, 16 per layer, pooler) at
     ``batch`` sequences of ``seq`` tokens per GPU."""
-    hw = {**SYNTHETIC, **hardware}
-    h, f, layers_n, vocab = 1024, 4096, 24, 30522
-    tokens = batch * seq
-    layers: list[tuple[float, list[tuple[str, int]]]] = []
-    total = 0.0
-
-    def linear(tag: str, din: int, dout: int, extra: float = 0.0) -> None:
-        nonlocal total
-        flops = 2.0 * tokens * din * dout + extra
-        total += flops
-        layers.append((flops / hw["flops"], [(f"{tag}.weight", din * dout), (f"{tag}.bias", dout)]))
-
-    def norm(tag: str) -> None:
-        layers.append((4 * tokens * h * 2 / hw["hbm"], [(f"{tag}.weight", h), (f"{tag}.bias", h)]))
-
-    layers.append((tokens * h * 2 * 3 / hw["hbm"], [("embeddings.word", vocab * h),
-                                                     ("embeddings.position", seq * h),
-                                                     ("embeddings.token_type", 2 * h)]))
-    norm("embeddings.LayerNorm")
-    for i in range(layers_n):
+    h, f, vocab = 1024, 4096, 30522
+    net = _Transformer(batch * seq, h, {**SYNTHETIC, **hardware})
+    net.embedding(3, [("embeddings.word", vocab * h), ("embeddings.position", seq * h),
+                      ("embeddings.token_type", 2 * h)])
+    net.norm("embeddings.LayerNorm")
+    for i in range(24):
         tag = f"encoder.{i}"
-        linear(f"{tag}.query", h, h)
-        linear(f"{tag}.key", h, h)
-        linear(f"{tag}.value", h, h, extra=4.0 * batch * seq * seq * h)   # attention core, backward first
-        linear(f"{tag}.attention.output", h, h)
-        norm(f"{tag}.attention.LayerNorm")
-        linear(f"{tag}.intermediate", h, f)
-        linear(f"{tag}.output", f, h)
-        norm(f"{tag}.output.LayerNorm")
-    linear("pooler", h, h)
-    return _layers_to_profile(f"bert-large-b{batch}-s{seq}", layers, total, hw)
+        net.linear(f"{tag}.query", h, h)
+        net.linear(f"{tag}.key", h, h)
+        net.linear(f"{tag}.value", h, h, extra=4.0 * batch * seq * seq * h)   # attention core, backward first
+        net.linear(f"{tag}.attention.output", h, h)
+        net.norm(f"{tag}.attention.LayerNorm")
+        net.linear(f"{tag}.intermediate", h, f)
+        net.linear(f"{tag}.output", f, h)
+        net.norm(f"{tag}.output.LayerNorm")
+    net.linear("pooler", h, h)
+    return net.profile(f"bert-large-b{batch}-s{seq}")
+
+
+def gpt3(batch: int = 1, seq: int = 2048, **hardware: float) -> Profile:
+    """GPT-3 175B (h = 12288, 96 layers, V = 51200) as 1,156 per-tensor gradients."""
+    h, vocab = 12288, 51200
+    net = _Transformer(batch * seq, h, {**SYNTHETIC, **hardware})
+    net.embedding(2, [("wte", vocab * h), ("wpe", seq * h)])
+    for i in range(96):
+        net.norm(f"h{i}.ln_1")
+        net.linear(f"h{i}.qkv", h, 3 * h, extra=4.0 * batch * seq * seq * h)
+        net.linear(f"h{i}.proj", h, h)
+        net.norm(f"h{i}.ln_2")
+        net.linear(f"h{i}.fc", h, 4 * h)
+        net.linear(f"h{i}.fc_proj", 4 * h, h)
+    net.norm("ln_f")
+    return net.profile(f"gpt3-175b-b{batch}-s{seq}")
 
 
 # -- JSON profiles (errors name the line of the offending object) ------------------------------
