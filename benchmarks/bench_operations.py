@@ -12,23 +12,18 @@ to the baseline's (1.00 = free).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-def tool(name: str) -> str:
-    here = Path(sys.executable).parent / name
-    return str(here) if here.exists() else name
+from bench_mpi_speedup import run  # noqa: E402
 
 
 def seconds(ranks: int, args: list[str]) -> float:
-    out = subprocess.run([tool("mpiexec"), "-n", str(ranks), tool("yewpy"), *args, "--json"],
-                         capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)["seconds"]
+    return run(ranks, args)["seconds"]
 
 
 def main() -> None:

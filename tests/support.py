@@ -59,11 +59,9 @@ def number(text: str) -> int:
 
 def mpiexec() -> str:
     """The mpiexec beside this Python (the mpich wheel's), else the one on PATH."""
-    here = Path(sys.executable).parent / "mpiexec"
-    found = str(here) if here.exists() else shutil.which("mpiexec")
-    if not found:
-        raise RuntimeError("mpiexec not found: install the test extra (pip install '.[test]')")
-    return found
+    from yewpy.launch import find_mpiexec
+
+    return find_mpiexec()
 
 
 def run_ranks(n: int, args: list[str], timeout: float = 120, cwd: Path | None = None
