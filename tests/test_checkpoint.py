@@ -183,13 +183,13 @@ def test_kill_9_loses_only_the_work_since_the_last_checkpoint(tmp_path):
     assert (done["value"], done["nodes"]) == (2279184, 171129072)
 
 
-@pytest.mark.parametrize("ranks", [1, 3])
-def test_sigterm_writes_a_final_checkpoint_and_exits_130(tmp_path, ranks):
+@pytest.mark.parametrize("sig, ranks", [(signal.SIGTERM, 1), (signal.SIGTERM, 3), (signal.SIGINT, 2)])
+def test_a_signal_writes_a_final_checkpoint_and_exits_130(tmp_path, sig, ranks):
     path = tmp_path / "q.ckpt"
     proc = _start(ranks, ["nqueens", "15", "--skeleton", "budget", "-b", "500", "--json", "--quiet",
                           "--checkpoint", str(path), "--checkpoint-every", "0.2"])
     _wait_for_header(path, "running")
-    proc.send_signal(signal.SIGTERM)                       # mpiexec forwards it to every rank
+    proc.send_signal(sig)                                  # mpiexec forwards it to every rank
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "interrupted; checkpoint written to" in err and "Traceback" not in err
