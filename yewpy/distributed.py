@@ -277,7 +277,7 @@ class Runtime:
             time.sleep(50e-6)
 
 
-def run_ordered(coord: Any, engine: Engine, comm: Any) -> str:
+def run_ordered(coord: Any, engine: Engine, comm: Any, profile: Any = None) -> str:
     """Ordered on several ranks: rank 0's frontier, then rounds of one task per rank, with the
     incumbent agreed between rounds, so nothing depends on timing."""
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -290,7 +290,8 @@ def run_ordered(coord: Any, engine: Engine, comm: Any) -> str:
     sign = engine.core.sign
     for first in range(0, len(tasks), size):
         mine = first + rank
-        status = Coordination.drive(coord, engine, [tasks[mine]]) if mine < len(tasks) else "done"
+        status = (Coordination.drive(coord, engine, [tasks[mine]], profile=profile) if mine < len(tasks)
+                  else "done")
         shared = comm.allgather((engine.incumbent, status))
         known = [value for value, _ in shared if value is not None]
         if known:
@@ -328,7 +329,7 @@ def run_distributed(problem: Any, core: Core, coord: Any, options: dict, comm: A
         session.adopt(engine)
         with session.signals():
             if isinstance(coord, Ordered):
-                status = run_ordered(coord, engine, comm)
+                status = run_ordered(coord, engine, comm, session.profile)
                 runtime.stop_reason = status
             else:
                 status = coord.drive(engine, session.first_tasks(), poll=runtime.poll, idle=runtime.idle,
