@@ -451,7 +451,8 @@ class PlanSearch(Optimisation):
             if sh.mode == "pipe":
                 out.append((row[0][0], row[0][1], row[0][2], rc, z))
             else:
-                out.append((tuple(r[0] for r in row), tuple(r[1] for r in row), max(r[2] for r in row), rc, z))
+                avec, bvec = tuple(r[0] for r in row), tuple(r[1] for r in row)
+                out.append((avec, bvec, max(r[2] for r in row), rc, z))
         return out
 
     def _class_consts(self, sid: int, gg: int, before: int | None) -> tuple:
@@ -499,8 +500,19 @@ class PlanSearch(Optimisation):
         """Per-worker memo: drop a state no better than one seen at equal (shape, blocks, stages left,
         last group: the next stage's p2p link depends on it)."""
         key = (child[1], child[2], child[3], child[7][-1][0])
-        vec = child[4] + child[5] + (child[6],)
         seen = self.memo.get(key)
+        if len(child[4]) == 1:  # pipe: (sum, max, exposed) scalars, compared without generators
+            s, x, e = child[4][0], child[5][0], child[6]
+            if seen is None:
+                self.memo[key] = [(s, x, e)]
+                return False
+            for o in seen:
+                if o[0] <= s and o[1] <= x and o[2] <= e:
+                    return True
+            seen[:] = [o for o in seen if not (s <= o[0] and x <= o[1] and e <= o[2])]
+            seen.append((s, x, e))
+            return False
+        vec = child[4] + child[5] + (child[6],)
         if seen is None:
             self.memo[key] = [vec]
             return False
