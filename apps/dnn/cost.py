@@ -170,6 +170,7 @@ class StageTables:
         for w in work:
             self.work.append(self.work[-1] + w)
         self.rate = rate
+        self.max_block_time = max(self.block_time)
         self.sorted_time = [0.0]
         for x in sorted(self.block_time):
             self.sorted_time.append(self.sorted_time[-1] + x)

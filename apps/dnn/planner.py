@@ -17,6 +17,7 @@ coordination and rank count reports the identical plan.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_right
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -119,6 +120,7 @@ class PlanSearch(Optimisation):
         self.opts: dict = {}
         self._consts: dict = {}
         self._allowed_cache: dict = {}
+        self._minmax_cache: dict = {}
         self.shapes = self._shapes()
         if not rank:  # only for replaying known plans (sensitivity sweeps)
             return
@@ -630,6 +632,19 @@ class PlanSearch(Optimisation):
                 total = tab.time["none"][self.n] - tab.time["none"][lo]
                 s_lb = total
                 x_lb = max(total / q, tab.sorted_time[-(-R // q)] if R <= self.n else 0.0)
+                if q > 1 and x_lb > X[0]:
+                    x_lb = self._minmax(tab, lo, q, x_lb)
+                c1 = sh.m - 1 / div
+                tr = self.train
+                if sh.d > 1 and c1 >= 1 and c1 * tr.weight_bytes >= tr.grad_bytes:
+                    # Some remaining stage j has c1 tau_j + exposed_j >= f(average stage), f convex
+                    # (Jensen); when c1 w/g >= 1 ZeRO-3's gathers cost more than the DP time they save.
+                    grad = (tab.dense[self.n] - tab.dense[lo]) / q * (tr.grad_bytes / tab.t)
+                    link = self._dp_link(sid, live[0][0], live[0][1])
+                    avg = total / q
+                    ev = c1 * avg + max(0.0, hierarchical_allreduce(grad, *link) - avg * 2 / 3)
+                    steady = c1 * max(X[0], x_lb) + E
+                    return (S[0] + s_lb) / div + (ev if ev > steady else steady)
             else:
                 tabs = [(self.table(g, t, sh.d, sh.b), c) for g, t, c in live]
                 work = tabs[0][0].work[self.n] - tabs[0][0].work[lo]
@@ -645,6 +660,36 @@ class PlanSearch(Optimisation):
             A.append(S[c] + total - xc)
             Xs.append(xc)
         return water_fill(A, Xs, [r for _, r in sh.parts], sh.m) + E
+
+
+    def _minmax(self, tab: StageTables, lo: int, q: int, start: float) -> float:
+        """A lower bound on the largest of q contiguous stages over blocks [lo, n) (times without
+        recompute or p2p): the largest T, to 2^-14 of a block, at which greedy cutting into stages
+        of at most T fails. Integral blocks make it exceed the average (``start``, itself a bound)."""
+        key = (id(tab), lo, q)
+        hit = self._minmax_cache.get(key)
+        if hit is not None:
+            return hit
+        pre, n = tab.time["none"], self.n
+
+        def fits(T: float) -> bool:
+            pos = lo
+            for _ in range(q):
+                pos = bisect_right(pre, pre[pos] + T, pos, n + 1) - 1
+                if pos >= n:
+                    return True
+            return False
+
+        low, high = start, start + tab.max_block_time
+        if not fits(low):
+            for _ in range(14):
+                mid = (low + high) / 2
+                if fits(mid):
+                    high = mid
+                else:
+                    low = mid
+        self._minmax_cache[key] = low
+        return low
 
 
 class ExhaustivePlanSearch(PlanSearch):
