@@ -17,8 +17,8 @@ coordination and rank count reports the identical plan.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right
 import math
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
 
