@@ -20,8 +20,8 @@ SCHEDULES = ("1f1b", "interleaved", "kfkb", "gpipe")
 # token (norms, softmax, dropout, bias-GeLU: memory-bound, ~h) against GEMM FLOPs (~h^2). Calibrated on
 # the odd Megatron SC'21 Table 1 rows and validated on the even ones (benchmarks/calibrate_dnn_eta.py,
 # docs/dnn.md). ETA_H0 = 0 gives a flat eta.
-DEFAULT_ETA = 0.58
-DEFAULT_ETA_H0 = 0.0
+DEFAULT_ETA = 0.664
+DEFAULT_ETA_H0 = 1000.0
 
 
 @dataclass(frozen=True)
