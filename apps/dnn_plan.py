@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from yewpy.apps.dnn.cluster import Cluster, load_cluster
-from yewpy.apps.dnn.cost import DEFAULT_ETA, RECOMPUTE, SCHEDULES, Training
+from yewpy.apps.dnn.cost import DEFAULT_ETA, DEFAULT_ETA_H0, RECOMPUTE, SCHEDULES, Training
 from yewpy.apps.dnn.launch import deepspeed_config, megatron_flags
 from yewpy.apps.dnn.models import Model, load_model
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, canonical, describe
@@ -131,6 +131,7 @@ def training_from_args(args: argparse.Namespace, model: Model) -> Training:
         grad_bytes=args.grad_bytes,
         optimizer_bytes=args.optimizer_bytes,
         eta=args.eta,
+        eta_h0=args.eta_h0,
         sequence_parallel=not args.no_sp,
         recompute=listed(args.recompute, RECOMPUTE, "recompute"),
         zero=listed(args.zero, (0, 1, 2, 3), "zero", int),
@@ -161,7 +162,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schedules", default=",".join(SCHEDULES), help="allowed pipeline schedules")
     parser.add_argument("--no-sp", action="store_true", help="no sequence parallelism with TP")
     parser.add_argument("--max-tp", type=int, default=8, help="largest tensor-parallel degree")
-    parser.add_argument("--eta", type=float, default=DEFAULT_ETA, help="achieved fraction of peak FLOP/s")
+    parser.add_argument(
+        "--eta", type=float, default=DEFAULT_ETA, help="achieved fraction of peak FLOP/s for wide GEMMs"
+    )
+    parser.add_argument(
+        "--eta-h0",
+        type=float,
+        default=DEFAULT_ETA_H0,
+        help="hidden width at which eta halves (eta * h / (h + H0); 0: flat eta)",
+    )
     parser.add_argument("--memory-fraction", type=float, default=0.9, help="usable share of GPU memory")
 
 

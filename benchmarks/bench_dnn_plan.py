@@ -1,6 +1,8 @@
 """Search time and nodes of the DNN planner (prints figures; see docs/benchmarks_dnn.md).
 
-python benchmarks/bench_dnn_plan.py gpt3          # GPT-3 175B on 1024 A100: BnB vs --exhaustive (time-capped)
+python benchmarks/bench_dnn_plan.py gpt3          # GPT-3 175B on 1024 A100: BnB search
+python benchmarks/bench_dnn_plan.py gpt3-count    # ... and the exact size of the --exhaustive tree (minutes)
+python benchmarks/bench_dnn_plan.py gpt3-walk 30  # ... and --exhaustive itself, time-capped
 python benchmarks/bench_dnn_plan.py mixed 4       # GPT 18.4B on 4+4 A100/V100 nodes, one search
 mpiexec -n 2 python benchmarks/bench_dnn_plan.py mixed 8 stacksteal
 """
@@ -44,6 +46,22 @@ def main() -> None:
     what = sys.argv[1]
     if what == "gpt3":
         run("gpt3-175b", "dgx-a100-80g:128x8", 1536)
+    elif what == "gpt3-count":
+        from yewpy.apps.dnn.planner import PlanSearch
+        from yewpy.apps.dnn.treecount import exhaustive_nodes
+
+        bnb = plan(load_model("gpt3-175b"), load_cluster("dgx-a100-80g:128x8"), Training(1536, 2048), top=1)
+        search = PlanSearch(load_model("gpt3-175b"), load_cluster("dgx-a100-80g:128x8"), Training(1536, 2048))
+        for filtered in (True, False):
+            t0 = time.perf_counter()
+            total = exhaustive_nodes(search, filtered)
+            label = "exhaustive tree (--exhaustive)" if filtered else "every feasible option (no filter)"
+            print(
+                f"{label}: {total:.4e} nodes (exact: {total}), counted in {time.perf_counter() - t0:.0f} s; "
+                f"BnB {bnb.nodes} nodes, ratio {total / bnb.nodes:.3e}",
+                flush=True,
+            )
+    elif what == "gpt3-walk":
         limit = float(sys.argv[2]) if len(sys.argv) > 2 else 60.0
         t0 = time.perf_counter()
         from yewpy.apps.dnn.planner import ExhaustivePlanSearch

@@ -16,6 +16,7 @@ from yewpy.apps.dnn.cluster import load_cluster
 from yewpy.apps.dnn.cost import RECOMPUTE, Training, megatron_flops, megatron_params, state_bytes_per_param
 from yewpy.apps.dnn.models import load_model, read_model, transformer
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, integer_shares, water_fill
+from yewpy.apps.dnn.treecount import exhaustive_nodes
 from yewpy.apps.dnn_plan import parse_fix, plan
 from yewpy.errors import InputError, UsageError
 
@@ -82,20 +83,32 @@ def test_zero_memory_example():
 
 
 def test_table1_expert_configuration_tflops():
-    """Expert (t, p) with full recompute and b = 1 as published; eta = 0.58 matches the 76.1B row."""
+    """Expert (t, p) with full recompute and b = 1 as published, default eta curve (fitted on the odd
+    rows only, benchmarks/calibrate_dnn_eta.py): every row within the issue's 25%."""
     for name, t, p, n, batch, published, _, _ in TABLE1:
         model = load_model(name)
         train = Training(batch, 2048, fix={"tp": t, "pp": p, "recompute": "full", "mb": 1})
         result = plan(model, load_cluster(f"dgx-a100-80g:{n // 8}x8"), train, top=1)
         achieved = megatron_flops(batch, 2048, model.meta["layers"], model.meta["hidden"], 51200)
         tflops = achieved / n / result.objective / 1e12
-        # the 1.7B row is a known miss of the 25% goal (+29%, see docs/dnn.md)
-        assert abs(tflops / published - 1) <= (0.30 if name == "megatron-1.7b" else 0.25), (name, tflops)
+        assert abs(tflops / published - 1) <= 0.25, (name, tflops)
         assert result.extras["predicted"]["tflops_per_gpu"] == pytest.approx(tflops, rel=0.02)
 
 
+def test_eta_curve_fixes_the_small_rows():
+    """The flat eta over-predicts the 1.7B row by more than 25%; the curve (not fitted on it) does not."""
+    name, t, p, n, batch, published, _, _ = TABLE1[0]
+    model, cluster = load_model(name), load_cluster(f"dgx-a100-80g:{n // 8}x8")
+    fix = {"tp": t, "pp": p, "recompute": "full", "mb": 1}
+    achieved = megatron_flops(batch, 2048, model.meta["layers"], model.meta["hidden"], 51200)
+    flat = plan(model, cluster, Training(batch, 2048, eta=0.58, eta_h0=0.0, fix=fix), top=1).objective
+    curve = plan(model, cluster, Training(batch, 2048, fix=fix), top=1).objective
+    assert achieved / n / flat / 1e12 > 1.25 * published
+    assert abs(achieved / n / curve / 1e12 / published - 1) <= 0.10
+
+
 def test_table1_expert_tp_pp_close_to_free_optimum():
-    for name, t, p, n, batch, *_ in TABLE1[:7]:
+    for name, t, p, n, batch, *_ in TABLE1:
         model, cluster = load_model(name), load_cluster(f"dgx-a100-80g:{n // 8}x8")
         free = plan(model, cluster, Training(batch, 2048), top=1).objective
         pinned = plan(model, cluster, Training(batch, 2048, fix={"tp": t, "pp": p}), top=1)
@@ -167,6 +180,84 @@ def test_bnb_equals_exhaustive_with_fewer_nodes():
     exhaustive = ExhaustivePlanSearch(model, cluster, train).search()
     assert bnb.objective == exhaustive.objective
     assert bnb.nodes * 5 < exhaustive.nodes
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    layers=st.integers(3, 7),
+    hidden=st.sampled_from([1024, 4096, 12288]),
+    batch=st.sampled_from([16, 32, 128]),
+    cluster=st.sampled_from(["dgx-a100-80g:1x8", "dgx-a100-80g:2x4", "dgx-v100-16g:2x4"]),
+    mem=st.sampled_from([0.3, 0.6, 0.9]),
+    grad_bytes=st.sampled_from([2.0, 4.0, 8.0]),
+)
+def test_bnb_equals_exhaustive_deep_pipelines(layers, hidden, batch, cluster, mem, grad_bytes):
+    """One device group, d > 1, up to 7 stages: where the min-max partition and Jensen terms bite."""
+    model = small_model(layers, hidden)
+    train = Training(
+        batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4), grad_bytes=grad_bytes
+    )
+    bnb = PlanSearch(model, load_cluster(cluster), train).search(prune_level=False)
+    exhaustive = ExhaustivePlanSearch(model, load_cluster(cluster), train).search(prune_level=False)
+    if exhaustive.objective is None or math.isinf(exhaustive.objective):
+        assert bnb.objective is None or math.isinf(bnb.objective)
+    else:
+        assert bnb.objective == pytest.approx(exhaustive.objective, rel=1e-12)
+        assert bnb.nodes <= exhaustive.nodes
+
+
+@pytest.mark.parametrize(
+    "layers, cluster, batch, mem",
+    [
+        (4, "dgx-a100-80g:1x2+dgx-v100-16g:1x2", 8, 0.9),  # pipe stages on two groups, and hap
+        (3, "dgx-a100-80g:1x2+dgx-v100-16g:1x2", 16, 0.3),  # memory-starved: options drop out
+        (8, "dgx-a100-80g:2x4", 64, 0.9),
+        (5, "dgx-a100-80g:1x4+dgx-v100-32g:1x4", 32, 0.9),
+    ],
+)
+def test_exhaustive_node_count_is_exact(layers, cluster, batch, mem):
+    """The combinatorial count (treecount.py) equals a real --exhaustive enumeration's node count."""
+    model = small_model(layers, 2048)
+    train = Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4))
+    walked = ExhaustivePlanSearch(model, load_cluster(cluster), train).search(prune_level=False).nodes
+    counted = exhaustive_nodes(PlanSearch(model, load_cluster(cluster), train))
+    assert counted == walked
+    assert exhaustive_nodes(PlanSearch(model, load_cluster(cluster), train), filtered=False) > counted
+
+
+def test_stage_options_match_stage_cost():
+    """The batched stage arithmetic of the search equals stage_cost (through _make) for every option."""
+    model = small_model(5, 4096)
+    cluster = load_cluster("dgx-a100-80g:1x4+dgx-v100-16g:1x4")
+    search = PlanSearch(model, cluster, Training(32, 1024, memory_fraction=0.5, microbatches=(1, 2)))
+    checked = 0
+    for sid, sh in enumerate(search.shapes):
+        node = ("s", sid, 0, search._counts0(sid), *search._zero_state(sid), ())
+        groups = [g for g, s, _ in sh.parts for _ in range(s)] if sh.mode == "pipe" else [None] * sh.p
+        for j, g in enumerate(groups[:-1]):
+            lo, prev = node[2], node[7][-1][0] if node[7] else None
+            terms = {(rc, z): rest for *rest, rc, z in search._stage_terms(sid, g, lo, lo + 1, j, prev)}
+            for rc, z in search._allowed(sid):
+                child = search._make(sid, node, g, search._tp(sid, g) if g is not None else sh.t, 1, rc, z)
+                if child is None:
+                    assert (rc, z) not in terms
+                    continue
+                a, b, c = terms[(rc, z)]
+                if sh.mode == "pipe":
+                    assert child[4][0] == pytest.approx(node[4][0] + a, rel=1e-12)
+                    assert child[5][0] == pytest.approx(max(node[5][0], b), rel=1e-12)
+                else:
+                    assert child[4] == pytest.approx(tuple(x + y for x, y in zip(node[4], a)), rel=1e-12)
+                    assert child[5] == pytest.approx(tuple(max(x, y) for x, y in zip(node[5], b)), rel=1e-12)
+                assert child[6] == pytest.approx(max(node[6], c), rel=1e-12)
+                checked += 1
+            nxt = [search._make(sid, node, g, search._tp(sid, g) if g is not None else sh.t, 1, rc, z)
+                   for rc, z in search._allowed(sid)]
+            nxt = [x for x in nxt if x is not None]
+            if not nxt:
+                break
+            node = nxt[-1]
+    assert checked > 500
 
 
 def test_every_coordination_same_plan():

@@ -16,8 +16,12 @@ from yewpy.apps.dnn.models import Model
 
 RECOMPUTE = ("none", "selective", "full")
 SCHEDULES = ("1f1b", "interleaved", "kfkb", "gpipe")
-# eta calibrated once on the Megatron 76.1B row of SC'21 Table 1 (see docs/dnn.md)
-DEFAULT_ETA = 0.58
+# GEMM efficiency eta(h) = ETA * h / (h + ETA_H0), h the block's hidden width: the non-GEMM work per
+# token (norms, softmax, dropout, bias-GeLU: memory-bound, ~h) against GEMM FLOPs (~h^2). Calibrated on
+# the odd Megatron SC'21 Table 1 rows and validated on the even ones (benchmarks/calibrate_dnn_eta.py,
+# docs/dnn.md). ETA_H0 = 0 gives a flat eta.
+DEFAULT_ETA = 0.664
+DEFAULT_ETA_H0 = 1000.0
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,8 @@ class Training:
     weight_bytes: float = 2.0  # 16-bit weights
     grad_bytes: float = 4.0  # fp32 gradient buffers (Megatron); also the all-reduce width
     optimizer_bytes: float = 12.0  # Adam: fp32 master copy, momentum, variance
-    eta: float = DEFAULT_ETA  # achieved fraction of peak FLOP/s
+    eta: float = DEFAULT_ETA  # achieved fraction of peak FLOP/s for very wide GEMMs
+    eta_h0: float = DEFAULT_ETA_H0  # hidden width at which eta is half of that
     link_efficiency: float = 0.7  # achieved fraction of link bandwidth
     sequence_parallel: bool = True
     recompute: tuple = RECOMPUTE
@@ -52,6 +57,13 @@ class Training:
 
 
 # -- closed forms (test vectors) -----------------------------------------------------------------
+
+
+def gemm_efficiency(eta: float, h0: float, width: float) -> float:
+    """Achieved fraction of peak for a block of hidden width ``width``: eta * width / (width + h0)."""
+    if h0 <= 0 or width <= 0:
+        return eta
+    return eta * width / (width + h0)
 
 
 def megatron_params(layers: int, hidden: int, vocab: int, seq: int) -> float:
@@ -125,7 +137,8 @@ class StageTables:
         self, model: Model, group: DeviceGroup, t: int, d: int, b: int, train: Training, ep_group_inter: bool
     ) -> None:
         s = train.seq
-        rate = t * train.eta * group.peak_flops
+        rates = [t * gemm_efficiency(train.eta, train.eta_h0, blk.boundary) * group.peak_flops
+                 for blk in model.blocks]
         eff = train.link_efficiency
         intra, lat = group.intra_bandwidth * eff, group.intra_latency
         self.t, self.d, self.b, self.group = t, d, b, group
@@ -139,6 +152,7 @@ class StageTables:
         work = []
         biggest_act = biggest_params = 0.0
         for i, blk in enumerate(model.blocks):
+            rate = rates[i]
             f = blk.forward_flops(b, s)
             extra = {"none": 0.0, "selective": blk.attention_flops(b, s), "full": f}
             ar = allreduce(2.0 * b * s * blk.boundary, t, intra, lat) if t > 1 else 0.0
@@ -169,7 +183,8 @@ class StageTables:
         self.work = [0.0]
         for w in work:
             self.work.append(self.work[-1] + w)
-        self.rate = rate
+        self.rate = max(rates)  # the fastest block's FLOP/s: FLOPs / rate bounds any stage's time
+        self.max_block_time = max(self.block_time)
         self.sorted_time = [0.0]
         for x in sorted(self.block_time):
             self.sorted_time.append(self.sorted_time[-1] + x)

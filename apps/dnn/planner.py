@@ -18,11 +18,20 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
 
 from yewpy.apps.dnn.cluster import Cluster
-from yewpy.apps.dnn.cost import RECOMPUTE, StageTables, Training, stage_cost
+from yewpy.apps.dnn.cost import (
+    RECOMPUTE,
+    StageTables,
+    Training,
+    hierarchical_allreduce,
+    inflight,
+    stage_cost,
+    state_bytes_per_param,
+)
 from yewpy.apps.dnn.models import Model
 from yewpy.kinds import Optimisation
 
@@ -95,6 +104,9 @@ class PlanSearch(Optimisation):
     """Minimise the predicted iteration time of training ``model`` on ``cluster``."""
 
     sense = "min"
+    #: children of one (group, blocks) are also filtered by dominance of the combined state
+    #: (sum, max, exposed); the exhaustive tree keeps only the path-independent option filter
+    combined_pareto = True
 
     def __init__(
         self, model: Model, cluster: Cluster, train: Training, memo: bool = True, rank: bool = True
@@ -105,6 +117,10 @@ class PlanSearch(Optimisation):
         self.memo: dict = {}
         self.tables: dict = {}
         self.costs: dict = {}
+        self.opts: dict = {}
+        self._consts: dict = {}
+        self._allowed_cache: dict = {}
+        self._minmax_cache: dict = {}
         self.shapes = self._shapes()
         if not rank:  # only for replaying known plans (sensitivity sweeps)
             return
@@ -296,50 +312,212 @@ class PlanSearch(Optimisation):
         else:
             yield from self._stage_children(node)
 
-    def _stage_children(self, node: tuple) -> Any:
-        _, sid, lo, counts, _, _, _, stages = node
+    def _allowed(self, sid: int) -> tuple:
+        """The (recompute, ZeRO) pairs a stage of shape ``sid`` may take, in the order children use."""
         sh, tr = self.shapes[sid], self.train
-        q = sum(counts)
-        if q == 0:
-            return
-        minblocks = sh.v
-        R = self.n - lo
         rcs = [rc for rc in RECOMPUTE if rc in tr.recompute and tr.fix.get("recompute", rc) == rc]
         zs = [z for z in sorted(tr.zero) if tr.fix.get("zero", z) == z]
         if sh.d == 1:
             zs = [0] if (not zs or 0 in zs or "zero" not in tr.fix) else []
         elif 1 in zs and 0 in zs:
             zs.remove(0)  # ZeRO-1 is never slower and always smaller than plain DP
+        return tuple((rc, z) for rc in rcs for z in zs)
+
+    def _stage_children(self, node: tuple) -> Any:
+        _, sid, lo, counts, S, X, E, stages = node
+        sh = self.shapes[sid]
+        q = sum(counts)
+        if q == 0:
+            return
+        minblocks = sh.v
+        R = self.n - lo
+        j = len(stages)
         if sh.mode == "pipe":
-            gs = [(g, t, s) for (g, s, t), c in zip(sh.parts, counts) if c > 0]
-            cap = sum(c * self.table(g, t, sh.d, sh.b).rate for (g, _, t), c in zip(sh.parts, counts))
-            options = [(g, t, max(1, round(R * self.table(g, t, sh.d, sh.b).rate / cap))) for g, t, _ in gs]
-            options.sort(key=lambda o: -self.table(o[0], o[1], sh.d, sh.b).rate)
+            gs = [(g, t) for (g, _, t), c in zip(sh.parts, counts) if c > 0]
+            rates = {g: self.table(g, t, sh.d, sh.b).rate for g, _, t in sh.parts}
+            cap = sum(c * rates[g] for (g, _, _), c in zip(sh.parts, counts))
+            options = [(g, t, max(1, round(R * rates[g] / cap))) for g, t in gs]
+            options.sort(key=lambda o: -rates[o[0]])
+            prev = stages[-1][0] if stages else None
         else:
             options = [(None, sh.t, max(1, round(R / q)))]
-        for g, t, share in options:
-            hi_max = self.n - (q - 1) * minblocks
-            if q == 1:
-                ks = [R]
+            prev = None
+        combined = self.combined_pareto
+        hi_max = self.n - (q - 1) * minblocks
+        for g, _, share in options:
+            if sh.mode == "pipe":
+                i = [pg for pg, _, _ in sh.parts].index(g)
+                newcounts = counts[:i] + (counts[i] - 1,) + counts[i + 1 :]
             else:
-                ks = _discrepancy(share, minblocks, hi_max - lo)
+                newcounts = (counts[0] - 1,)
+            ks = [R] if q == 1 else _discrepancy(share, minblocks, hi_max - lo)
             for k in ks:
-                found = []
-                for rc in rcs:
-                    for z in zs:
-                        child = self._make(sid, node, g, t, k, rc, z)
-                        if child is not None:
-                            found.append(child)
-                for child in _pareto(found):
-                    if self.memo_on and self._dominated(child):
-                        continue
-                    yield child
+                opts = self._stage_options(sid, g, lo, lo + k, j, prev)
+                if not opts:
+                    continue
+                if sh.mode == "pipe":
+                    kids = [
+                        (a, x if x > X[0] else X[0], c if c > E else E, rc, z) for a, x, c, rc, z in opts
+                    ]
+                    if combined and len(kids) > 1:
+                        kids = _pareto_scalar(kids)
+                    for a, x, c, rc, z in kids:
+                        child = ("s", sid, lo + k, newcounts, (S[0] + a,), (x,), c, stages + ((g, k, rc, z),))
+                        if self.memo_on and self._dominated(child):
+                            continue
+                        yield child
+                else:
+                    kids = [
+                        (
+                            tuple(s + a for s, a in zip(S, av)),
+                            tuple(x if x > y else y for x, y in zip(bv, X)),
+                            c if c > E else E,
+                            rc,
+                            z,
+                        )
+                        for av, bv, c, rc, z in opts
+                    ]
+                    if combined and len(kids) > 1:
+                        kids = _pareto_vector(kids)
+                    for s2, x2, c, rc, z in kids:
+                        child = ("s", sid, lo + k, newcounts, s2, x2, c, stages + ((0, k, rc, z),))
+                        if self.memo_on and self._dominated(child):
+                            continue
+                        yield child
+
+    def _stage_options(self, sid: int, g: int | None, lo: int, hi: int, j: int, prev: int | None) -> tuple:
+        """The memory-feasible (recompute, ZeRO) options of blocks [lo, hi) as stage ``j``, less those
+        no better in every stage term than another: pipe (a, b, c, rc, z) with a = tau + 2 p2p (the
+        fill term), b = tau + e p2p (the steady term), c = exposed DP + optimizer; hap the same with
+        a and b per class. Cached: the options depend only on the key, not on the path."""
+        key = (sid, g, lo, hi, j, prev)
+        hit = self.opts.get(key)
+        if hit is not None:
+            return hit
+        out = _pareto_raw(self._stage_terms(sid, g, lo, hi, j, prev), self.shapes[sid].mode == "pipe")
+        self.opts[key] = out
+        return out
+
+    def _stage_terms(self, sid: int, g: int | None, lo: int, hi: int, j: int, prev: int | None) -> list:
+        """Every memory-feasible option of blocks [lo, hi) as stage ``j`` (see ``_stage_options``).
+
+        The arithmetic of :func:`stage_cost` for all (recompute, ZeRO) pairs at once, with the
+        per-(shape, group) constants hoisted (``_class_consts``); a test checks it against stage_cost."""
+        sh = self.shapes[sid]
+        allowed = self._allowed_cache.get(sid)
+        if allowed is None:
+            allowed = self._allowed_cache[sid] = self._allowed(sid)
+        if sh.mode == "pipe":
+            classes = ((g, prev),)
+        else:
+            classes = tuple((gg, gg if j else None) for gg, _ in sh.parts)
+        per_class = []
+        for gg, before in classes:
+            cc = self._class_consts(sid, gg, before)
+            tab, usable, zc, e, grad_f, dp_one, w_over_g, infl, p2p_c = cc
+            params = tab.params[hi] - tab.params[lo]
+            if tab.tied and lo == 0 and hi == self.n:
+                params -= tab.head_params
+            local = params / tab.t
+            one = dp_one((tab.dense[hi] - tab.dense[lo]) * grad_f) if dp_one is not None else 0.0
+            p2p = 0.0 if p2p_c is None else p2p_c[0] + p2p_c[1] * tab.boundaries[hi - 1]
+            fj = infl[j]
+            terms = []
+            for rc, z in allowed:
+                tau = tab.time[rc][hi] - tab.time[rc][lo]
+                state, gbuf, touched_f, m_dp = zc[z]
+                memory = local * state + gbuf + (tab.act[rc][hi] - tab.act[rc][lo]) * fj
+                if rc == "full":
+                    memory += tab.working_set
+                if memory > usable:
+                    terms.append(None)
+                    continue
+                exposed = 0.0
+                if dp_one is not None:
+                    if z == 2:
+                        dp = one / 2 * m_dp + one / 2
+                    elif z == 3:
+                        dp = one / 2
+                        tau += one * w_over_g
+                    else:
+                        dp = one
+                    exposed = max(0.0, dp - tau * 2 / 3)
+                exposed += local * touched_f
+                terms.append((tau + 2 * p2p, tau + e * p2p, exposed))
+            per_class.append(terms)
+        out = []
+        for i, (rc, z) in enumerate(allowed):
+            row = [terms[i] for terms in per_class]
+            if any(r is None for r in row):
+                continue
+            if sh.mode == "pipe":
+                out.append((row[0][0], row[0][1], row[0][2], rc, z))
+            else:
+                avec, bvec = tuple(r[0] for r in row), tuple(r[1] for r in row)
+                out.append((avec, bvec, max(r[2] for r in row), rc, z))
+        return out
+
+    def _class_consts(self, sid: int, gg: int, before: int | None) -> tuple:
+        """What the stage cost of shape ``sid`` on group ``gg`` needs besides the blocks, computed once."""
+        key = (sid, gg, before)
+        hit = self._consts.get(key)
+        if hit is not None:
+            return hit
+        sh, tr = self.shapes[sid], self.train
+        t = self._tp(sid, gg)
+        tab = self.table(gg, t, sh.d, sh.b)
+        m_mem = sh.m if sh.mode == "pipe" else sh.p
+        zc = {}
+        for z in (0, 1, 2, 3):
+            state = state_bytes_per_param(z, sh.d, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
+            gbuf = tab.gather_buffer / t * tr.weight_bytes if z == 3 else 0.0
+            touched_f = 2 * tr.state_bytes / tab.group.hbm_bandwidth / (sh.d if z >= 1 else 1)
+            zc[z] = (state, gbuf, touched_f, m_mem)
+        e = {"1f1b": 2.0, "interleaved": 2.0 * sh.v, "kfkb": 2.0 / sh.k, "gpipe": 0.0}[sh.schedule]
+        dp_one = None
+        if sh.d > 1:
+            link = self._dp_link(sid, gg, t)
+
+            def dp_one(grad: float, link: tuple = link) -> float:
+                return hierarchical_allreduce(grad, *link)
+
+        infl = [inflight(sh.schedule, j, sh.p, m_mem, sh.v, sh.k) for j in range(sh.p)]
+        p2p_c = None
+        link2 = self._p2p_link(sid, before, gg, t)
+        if link2 is not None:
+            bw, lat = link2
+            p2p_c = (lat, 2.0 * sh.b * tr.seq / t / bw)
+        out = (tab, tr.usable(self.cluster.groups[gg]), zc, e, tr.grad_bytes / t, dp_one,
+               tr.weight_bytes / tr.grad_bytes, infl, p2p_c)
+        self._consts[key] = out
+        return out
+
+    def _tp(self, sid: int, g: int) -> int:
+        sh = self.shapes[sid]
+        if sh.mode == "hap":
+            return sh.t
+        return next(t for pg, _, t in sh.parts if pg == g)
 
     def _dominated(self, child: tuple) -> bool:
-        """Per-worker memo: drop a state no better than one seen at equal (shape, blocks, stages left)."""
-        key = (child[1], child[2], child[3])
+        """Per-worker memo: drop a state no better than one seen at equal (shape, blocks, stages left,
+        last group: the next stage's p2p link depends on it)."""
+        key = (child[1], child[2], child[3], child[7][-1][0])
+        seen = self.memo.get(key)
+        if len(child[4]) == 1:  # pipe: (sum, max, exposed) scalars, compared without generators
+            s, x, e = child[4][0], child[5][0], child[6]
+            if seen is None:
+                self.memo[key] = [(s, x, e)]
+                return False
+            for o in seen:
+                if o[0] <= s and o[1] <= x and o[2] <= e:
+                    return True
+            seen[:] = [o for o in seen if not (s <= o[0] and x <= o[1] and e <= o[2])]
+            seen.append((s, x, e))
+            return False
         vec = child[4] + child[5] + (child[6],)
-        seen = self.memo.setdefault(key, [])
+        if seen is None:
+            self.memo[key] = [vec]
+            return False
         for old in seen:
             if all(a <= b for a, b in zip(old, vec)):
                 return True
@@ -454,6 +632,19 @@ class PlanSearch(Optimisation):
                 total = tab.time["none"][self.n] - tab.time["none"][lo]
                 s_lb = total
                 x_lb = max(total / q, tab.sorted_time[-(-R // q)] if R <= self.n else 0.0)
+                if q > 1 and x_lb > X[0]:
+                    x_lb = self._minmax(tab, lo, q, x_lb)
+                c1 = sh.m - 1 / div
+                tr = self.train
+                if sh.d > 1 and c1 >= 1 and c1 * tr.weight_bytes >= tr.grad_bytes:
+                    # Some remaining stage j has c1 tau_j + exposed_j >= f(average stage), f convex
+                    # (Jensen); when c1 w/g >= 1 ZeRO-3's gathers cost more than the DP time they save.
+                    grad = (tab.dense[self.n] - tab.dense[lo]) / q * (tr.grad_bytes / tab.t)
+                    link = self._dp_link(sid, live[0][0], live[0][1])
+                    avg = total / q
+                    ev = c1 * avg + max(0.0, hierarchical_allreduce(grad, *link) - avg * 2 / 3)
+                    steady = c1 * max(X[0], x_lb) + E
+                    return (S[0] + s_lb) / div + (ev if ev > steady else steady)
             else:
                 tabs = [(self.table(g, t, sh.d, sh.b), c) for g, t, c in live]
                 work = tabs[0][0].work[self.n] - tabs[0][0].work[lo]
@@ -471,11 +662,43 @@ class PlanSearch(Optimisation):
         return water_fill(A, Xs, [r for _, r in sh.parts], sh.m) + E
 
 
+    def _minmax(self, tab: StageTables, lo: int, q: int, start: float) -> float:
+        """A lower bound on the largest of q contiguous stages over blocks [lo, n) (times without
+        recompute or p2p): the largest T, to 2^-14 of a block, at which greedy cutting into stages
+        of at most T fails. Integral blocks make it exceed the average (``start``, itself a bound)."""
+        key = (id(tab), lo, q)
+        hit = self._minmax_cache.get(key)
+        if hit is not None:
+            return hit
+        pre, n = tab.time["none"], self.n
+
+        def fits(T: float) -> bool:
+            pos = lo
+            for _ in range(q):
+                pos = bisect_right(pre, pre[pos] + T, pos, n + 1) - 1
+                if pos >= n:
+                    return True
+            return False
+
+        low, high = start, start + tab.max_block_time
+        if not fits(low):
+            for _ in range(14):
+                mid = (low + high) / 2
+                if fits(mid):
+                    high = mid
+                else:
+                    low = mid
+        self._minmax_cache[key] = low
+        return low
+
+
 class ExhaustivePlanSearch(PlanSearch):
     """The same tree with no bound and no dominance memo (for tests: the oracle BnB must equal)."""
 
     def __init__(self, model: Model, cluster: Cluster, train: Training) -> None:
         super().__init__(model, cluster, train, memo=False)
+
+    combined_pareto = False
 
     bound = Optimisation.bound
 
@@ -498,13 +721,38 @@ def _discrepancy(share: int, low: int, high: int) -> list[int]:
     return out
 
 
-def _pareto(children: list) -> list:
-    """Drop options of one (group, blocks) that are no better in any of (sum, max, exposed)."""
-    children.sort(key=lambda c: (c[4], c[5], c[6]))
+def _pareto_raw(options: list, scalar: bool) -> tuple:
+    """Drop options no better in any stage term (a, b, c) than another of the same stage: whatever the
+    path, the dropped one's state would be dominated (sums add a, maxima take b and c)."""
+    if len(options) < 2:
+        return tuple(options)
+    if scalar:
+        return tuple(_pareto_scalar(options))
+    return tuple(_pareto_vector(options))
+
+
+def _pareto_scalar(items: list) -> list:
+    """Pareto filter of (a, b, c, ...) rows on their first three numbers."""
+    items.sort(key=lambda o: (o[0], o[1], o[2]))
     kept: list = []
-    for c in children:
-        if not any(all(a <= b for a, b in zip(o[4] + o[5] + (o[6],), c[4] + c[5] + (c[6],))) for o in kept):
-            kept.append(c)
+    for o in items:
+        b, c = o[1], o[2]
+        for k in kept:  # sorted: every kept row has a <= o's
+            if k[1] <= b and k[2] <= c:
+                break
+        else:
+            kept.append(o)
+    return kept
+
+
+def _pareto_vector(items: list) -> list:
+    """Pareto filter of (avec, bvec, c, ...) rows."""
+    items.sort(key=lambda o: (o[0], o[1], o[2]))
+    kept: list = []
+    for o in items:
+        vec = o[0] + o[1] + (o[2],)
+        if not any(all(x <= y for x, y in zip(k[0] + k[1] + (k[2],), vec)) for k in kept):
+            kept.append(o)
     return kept
 
 

@@ -1,0 +1,84 @@
+"""Fit the GEMM-efficiency curve eta(h) = ETA * h / (h + H0) on half of Megatron SC'21 Table 1.
+
+python benchmarks/calibrate_dnn_eta.py
+
+Calibration rows: the odd rows (3.6B, 18.4B, 76.1B, 310.1B, 1T); validation rows: the even rows (1.7B,
+7.5B, 39.1B, 145.6B, 529.6B). For each H0 on a grid, ETA minimises the squared log error of the predicted
+TF/s per GPU of the expert configuration (published t, p; full recompute; b = 1, as Megatron ran them)
+over the calibration rows (golden-section search); the best (ETA, H0) is printed with every row's error.
+"""
+
+from __future__ import annotations
+
+import math
+
+from yewpy.apps.dnn.cluster import load_cluster
+from yewpy.apps.dnn.cost import Training, megatron_flops
+from yewpy.apps.dnn.models import load_model
+from yewpy.apps.dnn_plan import plan
+
+# name, t, p, GPUs, batch, published TF/s per GPU (Megatron SC'21 Table 1)
+TABLE1 = [
+    ("megatron-1.7b", 1, 1, 32, 512, 137),
+    ("megatron-3.6b", 2, 1, 64, 512, 138),
+    ("megatron-7.5b", 4, 1, 128, 512, 142),
+    ("megatron-18.4b", 8, 1, 256, 1024, 135),
+    ("megatron-39.1b", 8, 2, 512, 1536, 138),
+    ("megatron-76.1b", 8, 4, 1024, 1792, 140),
+    ("megatron-145.6b", 8, 8, 1536, 2304, 148),
+    ("megatron-310.1b", 8, 16, 1920, 2160, 155),
+    ("megatron-529.6b", 8, 35, 2520, 2520, 163),
+    ("megatron-1t", 8, 64, 3072, 3072, 163),
+]
+CALIBRATION = TABLE1[1::2]
+VALIDATION = TABLE1[0::2]
+
+
+def expert_tflops(row: tuple, eta: float, h0: float) -> float:
+    name, t, p, n, batch, _ = row
+    model = load_model(name)
+    train = Training(batch, 2048, eta=eta, eta_h0=h0, fix={"tp": t, "pp": p, "recompute": "full", "mb": 1})
+    result = plan(model, load_cluster(f"dgx-a100-80g:{n // 8}x8"), train, top=1)
+    achieved = megatron_flops(batch, 2048, model.meta["layers"], model.meta["hidden"], 51200)
+    return achieved / n / result.objective / 1e12
+
+
+def loss(rows: list, eta: float, h0: float) -> float:
+    return sum(math.log(expert_tflops(r, eta, h0) / r[5]) ** 2 for r in rows)
+
+
+def best_eta(rows: list, h0: float) -> tuple[float, float]:
+    lo, hi = 0.4, 0.9
+    g = (math.sqrt(5) - 1) / 2
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = loss(rows, a, h0), loss(rows, b, h0)
+    for _ in range(14):
+        if fa < fb:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = loss(rows, a, h0)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = loss(rows, b, h0)
+    eta = round((lo + hi) / 2, 3)
+    return eta, loss(rows, eta, h0)
+
+
+def main() -> None:
+    fits = []
+    for h0 in (0, 250, 500, 750, 1000, 1250, 1500, 2000):
+        eta, err = best_eta(CALIBRATION, h0)
+        fits.append((err, eta, h0))
+        rms = math.sqrt(err / len(CALIBRATION))
+        print(f"H0 = {h0:5d}: eta = {eta:.3f}, calibration RMS log error {rms:.4f}")
+    _, eta, h0 = min(fits)
+    print(f"chosen: eta = {eta}, H0 = {h0}")
+    for row in TABLE1:
+        tf = expert_tflops(row, eta, h0)
+        role = "calibration" if row in CALIBRATION else "validation"
+        print(f"  {row[0]:16s} {role:11s} predicted {tf:6.1f} published {row[5]} ({tf / row[5] - 1:+.1%})")
+
+
+if __name__ == "__main__":
+    main()
