@@ -1,4 +1,4 @@
-"""Search time and nodes of the DNN planner (prints figures; see docs/benchmarks_dnn.md).
+"""Search time and nodes of the DNN planner (prints figures; see docs/benchmarks.md, "App: DNN planner").
 
 python benchmarks/bench_dnn_plan.py gpt3          # GPT-3 175B on 1024 A100: BnB search
 python benchmarks/bench_dnn_plan.py gpt3-count    # ... and the exact size of the --exhaustive tree (minutes)
