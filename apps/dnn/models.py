@@ -251,7 +251,9 @@ def load_model(spec: str) -> Model:
 
 
 def from_torch(module: Any, example_inputs: tuple) -> Model:  # pragma: no cover - torch is optional
-    """Trace ``module`` with torch.fx into one block per top-level child module (in call order).
+    """Trace ``module`` with torch.fx into one block per top-level child module (in call order),
+    and one per element of a top-level ``ModuleList``/``Sequential`` (``blocks.0``, ``blocks.1``, ...),
+    so the layers of a transformer become the pipeline's blocks.
 
     torch is imported here only and is never required. Steps: ``symbolic_trace`` + ``ShapeProp``
     give each node's output size; ``FlopCounterMode`` run on the module gives FLOPs per child
@@ -272,23 +274,25 @@ def from_torch(module: Any, example_inputs: tuple) -> Model:  # pragma: no cover
     first = example_inputs[0]
     seq = int(first.shape[1]) if first.dim() > 1 else 1
     tokens = int(first.shape[0]) * seq
+    containers = {name for name, child in module.named_children()
+                  if isinstance(child, (torch.nn.ModuleList, torch.nn.Sequential))}
     order: list[str] = []
     outputs: dict[str, list] = {}
     for node in traced.graph.nodes:
         if node.op != "call_module":
             continue
-        top = str(node.target).split(".")[0]
+        path = str(node.target).split(".")
+        top = ".".join(path[:2]) if path[0] in containers and len(path) > 1 else path[0]
         if top not in outputs:
             order.append(top)
             outputs[top] = []
         meta = node.meta.get("tensor_meta")
         if meta is not None and hasattr(meta, "shape"):
             outputs[top].append(int(torch.Size(meta.shape).numel()) * meta.dtype.itemsize)
-    children = dict(module.named_children())
     root = type(module).__name__
     blocks = []
     for top in order:
-        params = sum(p.numel() for p in children[top].parameters())
+        params = sum(p.numel() for p in module.get_submodule(top).parameters())
         flops = sum(per_module.get(f"{root}.{top}", {}).values())
         last = outputs[top][-1] if outputs[top] else 0
         blocks.append(Block(top, params, flops / tokens, 0.0, sum(outputs[top]) / tokens, 0.0, 0.0,
