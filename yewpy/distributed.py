@@ -201,8 +201,6 @@ class Runtime:
             self.pass_token()
             if self.stop_reason is not None:
                 return False
-            if len(pool):                       # a checkpoint moved no work here, but be safe
-                return True
             if not self.waiting and self.epoch is None and time.perf_counter() >= self.next_try:
                 victim = self.last_victim        # the last rank that gave work, else a random one
                 if victim is None:
