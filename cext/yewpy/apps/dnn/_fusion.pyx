@@ -189,19 +189,21 @@ cdef class FusionCore(OptimisationCore):
     Node: the buckets decided so far (a prefix of the tensors), with the sorted stream free times.
     Children: the next bucket's end j' (from j*, the end that takes every gradient ready when a
     stream frees up, outwards: j*, j*+1, j*-1, ...), then its stream (distinct free times, earliest
-    first).  Bound (minimise), for prefix j and free times e_l:
-      max(max e_l, ceil((sum_l max(e_l, r_j) + W_j) / S), max_{k>j} r_k + ceil(W_k / S), r_last + cost(last))
-    with W_k = minb_k * alpha + ceil(beta * bytes[k:] / 1e6), minb_k the fewest buckets the memory cap
-    allows for tensors k.., since the buckets holding tensors k.. start after r_k and carry their bytes.
+    first).  Bound (minimise), for prefix j and free times e_l (docs/fusion.md argues each term):
+      max(max e_l, max(r_last, e_0) + cost(last), ceil(F / S)),
+      F = max over k in {j, the first k with r_k > e_l for each l} of sum_l max(e_l, r_k) + P_k,
+          and max_{k >= j} S * r_k + P_k (precomputed),
+    with P_k the least total cost of buckets covering tensors k.. (bytes cap kept, count cap relaxed),
+    since the buckets holding tensors k.. start after r_k, on streams free at e_l, and cost >= P_k.
     A per-worker memo skips a child whose state (prefix, buckets used, free times) is dominated by one
     generated before; that is sound because the dominating node is searched or bounded out.
     """
     cdef _Instance inst
     cdef readonly int n, streams, max_buckets
     cdef int64_t* minb          # n + 1
-    cdef int64_t* work          # n + 1: W_k
-    cdef int64_t* tail          # n + 1: max_{k' >= k} r_k' + ceil(W_k' / S)
-    cdef int64_t last_end
+    cdef int64_t* pmin          # n + 1: P_k, the least total cost of buckets covering tensors k..
+    cdef int64_t* tail          # n + 2: max_{k' >= k} S * r_k' + P_k'
+    cdef int64_t last_end, last_cost
     cdef int32_t* ends          # per frame: n bucket ends
     cdef uint8_t* ranks         # per frame: n stream ranks
     cdef int32_t* depth         # per frame: buckets
@@ -229,12 +231,12 @@ cdef class FusionCore(OptimisationCore):
         self._args = (list(nbytes), list(ready), alpha, beta, gamma, streams, max_buckets, cap)
         cdef int n = self.n, k, i
         self.minb = <int64_t*>malloc((n + 1) * sizeof(int64_t))
-        self.work = <int64_t*>malloc((n + 1) * sizeof(int64_t))
+        self.pmin = <int64_t*>malloc((n + 1) * sizeof(int64_t))
         self.tail = <int64_t*>malloc((n + 2) * sizeof(int64_t))
         self.memo_u = <int32_t*>malloc((n + 1) * SLOTS * sizeof(int32_t))
         self.memo_v = <int64_t*>malloc((n + 1) * SLOTS * streams * sizeof(int64_t))
         self.memo_fill = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-        if not (self.minb and self.work and self.tail and self.memo_u and self.memo_v and self.memo_fill):
+        if not (self.minb and self.pmin and self.tail and self.memo_u and self.memo_v and self.memo_fill):
             raise MemoryError()
         self.minb[n] = 0
         for k in range(n - 1, -1, -1):              # the longest first bucket is never worse
@@ -242,12 +244,12 @@ cdef class FusionCore(OptimisationCore):
             while i < n and self.inst.fits(k, i + 1):
                 i += 1
             self.minb[k] = 1 + self.minb[i]
+        self._least_costs()
         self.tail[n] = self.tail[n + 1] = -(1 << 62)
         for k in range(n - 1, -1, -1):
-            self.work[k] = self.minb[k] * alpha + _cdiv(beta * (self.inst.prefix[n] - self.inst.prefix[k]), FS)
-            self.tail[k] = _max(self.tail[k + 1], self.inst.ready[k] + _cdiv(self.work[k], streams))
-        self.work[n] = 0
-        self.last_end = self.inst.ready[n - 1] + self.inst.cost(n - 1, n) if n else 0
+            self.tail[k] = _max(self.tail[k + 1], streams * self.inst.ready[k] + self.pmin[k])
+        self.last_cost = self.inst.cost(n - 1, n) if n else 0
+        self.last_end = self.inst.ready[n - 1] + self.last_cost if n else 0
         for k in range(n + 1):
             self.memo_fill[k] = 0
         self.has_bound = True
@@ -256,9 +258,28 @@ cdef class FusionCore(OptimisationCore):
     def __reduce__(self):
         return (FusionCore, self._args)
 
+    cdef void _least_costs(self) noexcept nogil:
+        """P_k = min over bucketings of tensors k.. (bytes cap respected, count cap relaxed) of the
+        summed bucket costs; the scan over a first bucket [k, i) stops once its cost alone reaches the
+        best total, since costs grow with i and P_i >= 0."""
+        cdef int n = self.n, k, i
+        cdef int64_t best, c
+        self.pmin[n] = 0
+        for k in range(n - 1, -1, -1):
+            best = self.inst.cost(k, k + 1) + self.pmin[k + 1]
+            i = k + 2
+            while i <= n and self.inst.fits(k, i):
+                c = self.inst.cost(k, i)
+                if c >= best:
+                    break
+                if c + self.pmin[i] < best:
+                    best = c + self.pmin[i]
+                i += 1
+            self.pmin[k] = best
+
     def __dealloc__(self):
         free(self.minb)
-        free(self.work)
+        free(self.pmin)
         free(self.tail)
         free(self.memo_u)
         free(self.memo_v)
@@ -429,17 +450,41 @@ cdef class FusionCore(OptimisationCore):
         self.bounds += 1
         return self._bound(frame)
 
+    cdef inline int64_t _fill(self, const int64_t* v, int k) noexcept nogil:
+        """S * T >= sum_l max(e_l, r_k) + P_k: the buckets holding tensors k.. start after r_k, on
+        streams free at e_l, and cost at least P_k."""
+        cdef int64_t total = self.pmin[k], r = self.inst.ready[k]
+        cdef int l
+        for l in range(self.streams):
+            total += _max(v[l], r)
+        return total
+
+    cdef inline int _after(self, int k, int64_t t) noexcept nogil:
+        """The first tensor index >= k whose ready time exceeds t (n if none)."""
+        cdef int lo = k, hi = self.n, mid
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if self.inst.ready[mid] > t:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
     cdef double _bound(self, int frame) noexcept nogil:
-        cdef int s = self.streams, j = self.covered(frame), l
+        cdef int s = self.streams, j = self.covered(frame), l, k
         cdef int64_t* v = self.vec + frame * s
-        cdef int64_t b = v[s - 1], total = 0
+        cdef int64_t b = v[s - 1], fill
         if j >= self.n:
             return b
-        for l in range(s):
-            total += _max(v[l], self.inst.ready[j])
-        b = _max(b, _cdiv(total + self.work[j], s))
-        b = _max(b, self.tail[j + 1])
+        fill = _max(self._fill(v, j), self.tail[j])
+        for l in range(s - 1):                      # where r_k passes each free time
+            k = self._after(j, v[l])
+            if k >= self.n:
+                break
+            fill = _max(fill, self._fill(v, k))
+        b = _max(b, _cdiv(fill, s))
         b = _max(b, self.last_end)
+        b = _max(b, v[0] + self.last_cost)          # the last bucket waits for a stream
         return b
 
     def node_bound(self, ends, ranks=None):
