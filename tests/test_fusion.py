@@ -16,6 +16,7 @@ import yewpy.apps.dnn.fusion
 from support import assert_names_line, run_ranks, yewpy_cmd
 from yewpy.apps.dnn.cluster import load_cluster
 from yewpy.apps.dnn.fusion import MIB, Fusion
+from yewpy.apps.dnn.fusion_balance import split_counts
 from yewpy.apps.dnn.fusion_model import profile_from_model
 from yewpy.apps.dnn.fusion_profile import Profile, bert_large, read_profile, resnet50, write_profile
 from yewpy.apps.dnn.models import load_model
@@ -136,6 +137,30 @@ def test_bound_is_a_lower_bound(p, streams, cap, data):
     if plans:                                   # none when the prefix itself breaks the cap
         assert bound <= min(plans)
     assert f.core().node_bound(prefix + [n], ranks + [0]) == f.evaluate(prefix + [n], ranks + [0]).comm_ns
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 60), st.integers(1, 3)), min_size=1, max_size=4),
+       st.integers(0, 800), st.integers(1, 8))
+def test_split_counts_is_the_nearest_split(classes, want2, cap):
+    """The meet-in-the-middle split equals exhaustive search when every class fits in its groups, and
+    stays within the counts when some classes only get their proportional share (small ``cap``)."""
+    counts = split_counts(classes, want2, cap)
+    assert all(0 <= a <= n for a, (_, n) in zip(counts, classes))
+    nearest = min(abs(2 * sum(a * c for a, (c, _) in zip(pick, classes)) - want2)
+                  for pick in itertools.product(*[range(n + 1) for _, n in classes]))
+    if cap >= 4 ** len(classes):
+        assert abs(2 * sum(a * c for a, (c, _) in zip(counts, classes)) - want2) == nearest
+
+
+@settings(max_examples=100, deadline=None)
+@given(profiles(7))
+def test_balanced_seed_is_a_valid_plan(p):
+    """The two-stream seed is a real schedule of a feasible bucketing, never below the optimum."""
+    f = Fusion(p, streams=2)
+    plan = f.balanced()
+    assert plan.ends[-1] == len(p.tensors) and plan.feasible
+    assert plan.comm_ns == _makespan(p, plan.ends, [s for _, _, s in plan.schedule], 2) >= brute(p, 2)
 
 
 def test_doctest():

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from yewpy.apps.dnn._fusion import MAX_STREAMS, FusionCore, dp, replay
+from yewpy.apps.dnn.fusion_balance import balance_tail
 from yewpy.apps.dnn.fusion_profile import NS, Profile
 from yewpy.errors import UsageError
 from yewpy.result import Result
@@ -130,6 +131,33 @@ class Fusion:
             out[f"fixed_{mb:g}mb"] = self.fixed(round(mb * MIB))
         return out
 
+    def balanced(self) -> Plan:
+        """A multi-stream heuristic: the bucketing that is optimal for one stream S times as fast
+        (the bound's relaxation, docs/fusion.md), list-scheduled; on two streams the buckets that
+        start after the backward pass are split to balance the streams' ends (``fusion_balance``)."""
+        scaled = [self.streams * r for r in self.ready]
+        _, ends = dp(self.profile.nbytes, scaled, *self._costs, self.max_buckets, self.cap_bytes)
+        if self.streams != 2:
+            return self.evaluate(ends)
+        costs = [e - s for s, e, _ in self.evaluate(ends).schedule]
+        free, ramp = [0, 0], 0                      # the ramp-up: until a bucket waits for a stream
+        while ramp < len(ends) and min(free) <= self.ready[ends[ramp] - 1]:
+            free[free.index(min(free))] = max(min(free), self.ready[ends[ramp] - 1]) + costs[ramp]
+            ramp += 1
+        plans = []
+        for start in sorted({ramp, ramp + 1, ramp + 2, 2 * ramp, 4 * ramp}):
+            streams = balance_tail(list(self.ready), costs, ends, start)
+            free, ranks = [0, 0], []
+            for end, s, cost in zip(ends, streams, costs):   # stream ids -> ranks as replay() orders them
+                r = self.ready[end - 1]
+                order = sorted(range(2), key=lambda t: (max(free[t], r), t))
+                ranks.append(order.index(s))
+                free[s] = max(free[s], r) + cost
+            plans.append(self.evaluate(ends, ranks))
+            if max(free) - min(free) <= 1:          # the ends meet: no later start can do better
+                break
+        return min(plans, key=lambda p: p.comm_ns)
+
     # -- branch and bound ----------------------------------------------------------------------
 
     def core(self) -> FusionCore:
@@ -139,14 +167,17 @@ class Fusion:
     def search(self, coordination: Any = "seq", **params: Any) -> Result:
         """The optimal bucketing by branch and bound; ``result.solution`` is a ``Plan``.
 
-        The first incumbent is the best feasible baseline (no fusion, one bucket, 25 MB, 64 MB).
+        The first incumbent is the best feasible baseline (no fusion, one bucket, 25 MB, 64 MB) or,
+        with several streams, ``balanced()`` when it is better.
         """
         params.setdefault("prune_level", False)      # sibling bounds are not monotone
         seeds = [p for p in self.baselines().values() if p.feasible]
+        if self.streams > 1:
+            seeds.append(self.balanced())
         seed = min(seeds, key=lambda p: p.comm_ns, default=None)
         if seed is not None and "initial_bound" not in params:
             params["initial_bound"] = seed.comm_ns
-            params["initial_solution"] = list(zip(seed.ends, [0] * len(seed.ends)))
+            params["initial_solution"] = list(zip(seed.ends, seed.ranks or [0] * len(seed.ends)))
         result = self.core().search(coordination, **params)
         if result.solution is not None:
             ends = [e for e, _ in result.solution]

@@ -202,6 +202,7 @@ cdef class FusionCore(OptimisationCore):
     cdef readonly int n, streams, max_buckets
     cdef int64_t* minb          # n + 1
     cdef int64_t* pmin          # n + 1: P_k, the least total cost of buckets covering tensors k..
+    cdef int32_t* cheap         # n: the end of the first bucket of a least-cost bucketing of k..
     cdef int64_t* tail          # n + 2: max_{k' >= k} S * r_k' + P_k'
     cdef int64_t last_end, last_cost
     cdef int32_t* ends          # per frame: n bucket ends
@@ -232,11 +233,12 @@ cdef class FusionCore(OptimisationCore):
         cdef int n = self.n, k, i
         self.minb = <int64_t*>malloc((n + 1) * sizeof(int64_t))
         self.pmin = <int64_t*>malloc((n + 1) * sizeof(int64_t))
+        self.cheap = <int32_t*>malloc((n + 1) * sizeof(int32_t))
         self.tail = <int64_t*>malloc((n + 2) * sizeof(int64_t))
         self.memo_u = <int32_t*>malloc((n + 1) * SLOTS * sizeof(int32_t))
         self.memo_v = <int64_t*>malloc((n + 1) * SLOTS * streams * sizeof(int64_t))
         self.memo_fill = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-        if not (self.minb and self.pmin and self.tail and self.memo_u and self.memo_v and self.memo_fill):
+        if not (self.minb and self.pmin and self.cheap and self.tail and self.memo_u and self.memo_v and self.memo_fill):
             raise MemoryError()
         self.minb[n] = 0
         for k in range(n - 1, -1, -1):              # the longest first bucket is never worse
@@ -267,6 +269,7 @@ cdef class FusionCore(OptimisationCore):
         self.pmin[n] = 0
         for k in range(n - 1, -1, -1):
             best = self.inst.cost(k, k + 1) + self.pmin[k + 1]
+            self.cheap[k] = k + 1
             i = k + 2
             while i <= n and self.inst.fits(k, i):
                 c = self.inst.cost(k, i)
@@ -274,12 +277,14 @@ cdef class FusionCore(OptimisationCore):
                     break
                 if c + self.pmin[i] < best:
                     best = c + self.pmin[i]
+                    self.cheap[k] = i
                 i += 1
             self.pmin[k] = best
 
     def __dealloc__(self):
         free(self.minb)
         free(self.pmin)
+        free(self.cheap)
         free(self.tail)
         free(self.memo_u)
         free(self.memo_v)
@@ -373,6 +378,8 @@ cdef class FusionCore(OptimisationCore):
         star = j + 1
         while star < hi and self.inst.ready[star] <= when:
             star += 1
+        if self.cheap[j] < star and not self.max_buckets:   # a least-cost first bucket is ready by then
+            star = self.cheap[j]
         self.lo[frame], self.hi[frame] = lo, hi
         self.star[frame] = star if star > lo else lo
         return 0
