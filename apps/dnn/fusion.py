@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from yewpy.apps.dnn._fusion import MAX_STREAMS, FusionCore, dp, replay
-from yewpy.apps.dnn.fusion_balance import balance_tail
+from yewpy.apps.dnn.fusion_balance import SUMS, balance_tail
 from yewpy.apps.dnn.fusion_profile import NS, Profile
 from yewpy.errors import UsageError
 from yewpy.result import Result
@@ -31,6 +31,7 @@ from yewpy.result import Result
 __all__ = ["MIB", "Fusion", "Plan"]
 
 MIB = 1 << 20
+QUICK = 1 << 12         # combinations per half for the first, cheap balanced split
 
 
 @dataclass
@@ -131,10 +132,11 @@ class Fusion:
             out[f"fixed_{mb:g}mb"] = self.fixed(round(mb * MIB))
         return out
 
-    def balanced(self) -> Plan:
+    def balanced(self, combos: int = SUMS) -> Plan:
         """A multi-stream heuristic: the bucketing that is optimal for one stream S times as fast
         (the bound's relaxation, docs/fusion.md), list-scheduled; on two streams the buckets that
-        start after the backward pass are split to balance the streams' ends (``fusion_balance``)."""
+        start after the ramp-up are split to balance the streams' ends (``fusion_balance``, with
+        at most ``combos`` count combinations per half of its meet in the middle)."""
         scaled = [self.streams * r for r in self.ready]
         _, ends = dp(self.profile.nbytes, scaled, *self._costs, self.max_buckets, self.cap_bytes)
         if self.streams != 2:
@@ -146,7 +148,7 @@ class Fusion:
             ramp += 1
         plans = []
         for start in sorted({ramp, ramp + 1, ramp + 2, 2 * ramp, 4 * ramp}):
-            streams = balance_tail(list(self.ready), costs, ends, start)
+            streams = balance_tail(list(self.ready), costs, ends, start, combos)
             free, ranks = [0, 0], []
             for end, s, cost in zip(ends, streams, costs):   # stream ids -> ranks as replay() orders them
                 r = self.ready[end - 1]
@@ -168,13 +170,18 @@ class Fusion:
         """The optimal bucketing by branch and bound; ``result.solution`` is a ``Plan``.
 
         The first incumbent is the best feasible baseline (no fusion, one bucket, 25 MB, 64 MB) or,
-        with several streams, ``balanced()`` when it is better.
+        with several streams and a baseline above the root bound, ``balanced()`` when it is better
+        (a cheap split first, the full one only when the cheap one beat the baselines).
         """
         params.setdefault("prune_level", False)      # sibling bounds are not monotone
         seeds = [p for p in self.baselines().values() if p.feasible]
-        if self.streams > 1:
-            seeds.append(self.balanced())
         seed = min(seeds, key=lambda p: p.comm_ns, default=None)
+        if self.streams > 1 and (seed is None or seed.comm_ns > self.core().node_bound([])):
+            for combos in (QUICK, SUMS):            # a cheap split first; refine only if it helps
+                plan = self.balanced(combos)
+                if seed is not None and plan.comm_ns >= seed.comm_ns:
+                    break
+                seed = plan
         if seed is not None and "initial_bound" not in params:
             params["initial_bound"] = seed.comm_ns
             params["initial_solution"] = list(zip(seed.ends, seed.ranks or [0] * len(seed.ends)))

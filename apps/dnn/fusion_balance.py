@@ -90,7 +90,8 @@ def split_counts(classes: list[tuple[int, int]], want2: int, cap: int = SUMS) ->
     return out
 
 
-def balance_tail(ready: list[int], costs: list[int], ends: list[int], start: int) -> list[int]:
+def balance_tail(ready: list[int], costs: list[int], ends: list[int], start: int, cap: int = SUMS
+                 ) -> list[int]:
     """Stream ids (0/1) for a bucketing on two streams: earliest-free list scheduling of the first
     ``start`` buckets, then the balanced split of the rest, each cost's stream-0 share spread evenly
     over its buckets so that neither stream falls behind the gradients."""
@@ -109,7 +110,7 @@ def balance_tail(ready: list[int], costs: list[int], ends: list[int], start: int
     for pos, cost in enumerate(tail):
         by_cost[cost].append(pos)
     classes = [(cost, len(at)) for cost, at in by_cost.items()]
-    counts = split_counts(classes, free[1 - early] - free[early] + sum(tail))
+    counts = split_counts(classes, free[1 - early] - free[early] + sum(tail), cap)
     side = [1 - early] * len(tail)
     for (cost, n), a in zip(classes, counts):
         for t, pos in enumerate(by_cost[cost]):
