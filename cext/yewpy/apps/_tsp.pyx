@@ -39,6 +39,15 @@ cdef int64_t* _matrix(object dist, int n) except NULL:
 
 # -- Held-Karp: subgradient ascent on the Lagrangian 1-tree bound ------------------------------
 
+cdef inline int _argmin(const double* key, int m) noexcept nogil:
+    """The first index of the least of key[0..m) (Prim's next vertex)."""
+    cdef int j, best = 0
+    for j in range(1, m):
+        if key[j] < key[best]:
+            best = j
+    return best
+
+
 cdef double _one_tree(const int64_t* d, const double* pi, int n, int32_t* deg, double* key,
                       int32_t* near, int32_t* rest) noexcept nogil:
     """Weight of the minimum 1-tree (special city 0) under costs d_ij + pi_i + pi_j, minus
@@ -55,10 +64,7 @@ cdef double _one_tree(const int64_t* d, const double* pi, int n, int32_t* deg, d
         near[m] = 1
         m += 1
     while m > 0:
-        best = 0
-        for j in range(1, m):
-            if key[j] < key[best]:
-                best = j
+        best = _argmin(key, m)
         v = rest[best]
         w += key[best]
         deg[v] += 1
@@ -509,10 +515,7 @@ cdef double _bound(TspCore self, int frame) except? -1:
         rest[j] = rest[j + 1]
         key[j] = rc[v * n + rest[j]]
     while m > 0:
-        best = 0
-        for j in range(1, m):
-            if key[j] < key[best]:
-                best = j
+        best = _argmin(key, m)
         v = rest[best]
         total += key[best]
         m -= 1
