@@ -13,7 +13,7 @@ from typing import Any
 from yewpy.apps import APPS
 from yewpy.errors import InputError, UsageError
 from yewpy.metrics import table
-from yewpy.result import Result
+from yewpy.result import STOPPED, Result
 
 # subcommands that are not searches: name -> module with configure(parser) and run(args) -> exit status
 TOOLS: dict[str, str] = {"report": "yewpy.report", "scaling": "yewpy.scaling"}
@@ -94,8 +94,6 @@ def search_params(args: argparse.Namespace) -> dict:
         params["node_limit"] = args.node_limit
     if args.no_prune_level:
         params["prune_level"] = False
-    if args.checkpoint_every is not None and args.checkpoint is None:
-        raise UsageError("--checkpoint-every needs --checkpoint FILE")
     for key in ("checkpoint", "checkpoint_every", "resume", "profile"):
         if getattr(args, key) is not None:
             params[key] = getattr(args, key)
@@ -148,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             print(report(args.app, args, result, lines), flush=True)
         except BrokenPipeError:                 # `yewpy ... | head`: the reader left early
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        if args.checkpoint is not None and result.status in ("interrupted", "time_limit", "node_limit"):
+        if args.checkpoint is not None and result.status in STOPPED:
             print(f"yewpy: {result.status.replace('_', ' ')}; checkpoint written to {args.checkpoint}; "
                   f"continue with --resume {args.checkpoint}", file=sys.stderr, flush=True)
     return 130 if result.status == "interrupted" else 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from yewpy._engine import DECISION, ENUMERATION, OPTIMISATION, Core, Engine
-from yewpy.result import Result
+from yewpy.result import STOPPED, Result
 
 KIND_NAMES = {ENUMERATION: "enumeration", DECISION: "decision", OPTIMISATION: "optimisation"}
 METRICS = ("nodes", "backtracks", "prunes", "spawns")
@@ -77,7 +77,7 @@ def build_result(problem: Any, core: Core, parts: list, seconds: float, initial:
     metrics = dict(merged["metrics"])
     metrics["ranks"] = ranks
     metrics["counters"] = merged["counters"]
-    stop = next((s for s in ("interrupted", "time_limit", "node_limit") if s in statuses), None)
+    stop = next((s for s in STOPPED if s in statuses), None)
     result = Result(kind=kind, status="", nodes=merged["nodes"], seconds=seconds, metrics=metrics)
     if kind == "enumeration":
         result.value = merged["value"]

@@ -5,14 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+FINISHED = ("optimal", "exhausted", "found")            # the search proved its answer
+STOPPED = ("interrupted", "time_limit", "node_limit")   # it stopped early: the answer is the best known
+
 
 @dataclass
 class Result:
     """What ``search()`` returns.
 
     ``status`` is ``optimal`` (optimisation proved), ``exhausted`` (enumeration finished, or a
-    decision search found nothing), ``found`` (decision witness), ``time_limit`` or
-    ``node_limit`` (stopped early: the answer is the best known, not proved).
+    decision search found nothing), ``found`` (decision witness), ``time_limit``,
+    ``node_limit`` or ``interrupted`` (stopped early: the answer is the best known, not proved).
     """
 
     kind: str

@@ -24,12 +24,12 @@ from yewpy.apps import APPS
 from yewpy.atomic import write_atomic
 from yewpy.errors import UsageError
 from yewpy.launch import LAUNCHERS, allocation, launch_command
+from yewpy.result import FINISHED
 from yewpy.speedup import BASELINES, Run, check_answers, medians, read_runs, text_table, to_csv
 
 SKELETONS = ("depthbounded", "stacksteal", "budget", "ordered")
 # depthbounded's CLI default (-d 0) spawns nothing, so a scaling run would measure one busy rank
 DEFAULT_PARAMETERS = {"depthbounded": "-d 2"}
-FINISHED = ("optimal", "exhausted", "found")
 # flags the harness sets itself, so APP ARGS must not
 OWN_FLAGS = ("--skeleton", "--json", "-d", "--spawn-depth", "-b", "--backtrack-budget", "--spawn-all",
              "--chunked", "--discrepancy", "--discrepancyOrder", "--pool", "--poolType")

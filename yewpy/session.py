@@ -19,6 +19,7 @@ from yewpy._engine import ENUMERATION, Core, Engine
 from yewpy.errors import UsageError
 from yewpy.parts import KIND_NAMES, counters_of, merge_parts, summary
 from yewpy.profile import Profile
+from yewpy.result import FINISHED
 
 WATCH_SLICE = 0.05          # seconds of search between two looks when progress or checkpoints are on
 
@@ -31,7 +32,7 @@ class Session:
                  resume: str | None = None, progress: float | None = None,
                  profile: str | None = None) -> None:
         if checkpoint_every is not None and checkpoint is None:
-            raise UsageError("checkpoint_every needs a checkpoint file")
+            raise UsageError("checkpoint_every (--checkpoint-every) needs a checkpoint file (--checkpoint)")
         if checkpoint_every is not None and checkpoint_every <= 0:
             raise UsageError("checkpoint_every must be positive")
         if progress is not None and progress <= 0:
@@ -124,8 +125,7 @@ class Session:
         """Rank 0: merge every rank's part (and the resumed one) into one checkpoint file."""
         from yewpy import __version__
 
-        complete = status in ("optimal", "exhausted", "found")     # nothing left to resume
-        tasks = [] if complete else [task for part in parts for task in part.get("tasks", ())]
+        tasks = [] if status in FINISHED else [task for part in parts for task in part.get("tasks", ())]
         prior = merge_parts(self.problem, self.core, [*parts, *self.prior_parts()])
         header = {"yewpy_version": __version__, "fingerprint": self.fingerprint,
                   "problem": type(self.problem).__qualname__, "kind": KIND_NAMES[self.kind],
