@@ -39,7 +39,8 @@ def summary(doc: dict) -> list[str]:
     lines = [f"{doc['problem']} ({doc['kind']}), {doc['coordination']}, {doc['ranks']} rank(s): "
              f"{doc['nodes']:,} nodes in {doc['seconds']:.3f} s, {doc['status']}"]
     if times:
-        cv = statistics.pstdev(times) / statistics.mean(times) if statistics.mean(times) > 0 else 0.0
+        mean = statistics.mean(times)
+        cv = statistics.pstdev(times) / mean if mean > 0 else 0.0
         lines.append(f"tasks {len(times):,}: median {statistics.median(times) * 1e3:.3f} ms, "
                      f"max {max(times) * 1e3:.3f} ms, coefficient of variation {cv:.2f}")
     total = max(1, sum(row["nodes"] for row in doc["per_rank"]))

@@ -7,6 +7,7 @@ from typing import Any
 
 FINISHED = ("optimal", "exhausted", "found")            # the search proved its answer
 STOPPED = ("interrupted", "time_limit", "node_limit")   # it stopped early: the answer is the best known
+ANSWER_KEY = {"enumeration": "value", "decision": "found", "optimisation": "objective"}   # per kind
 
 
 @dataclass
@@ -32,10 +33,10 @@ class Result:
     @property
     def answer(self) -> Any:
         """The kind's headline answer: value, found or objective."""
-        return {"enumeration": self.value, "decision": self.found, "optimisation": self.objective}[self.kind]
+        return getattr(self, ANSWER_KEY[self.kind])
 
     def to_dict(self) -> dict:
         """The JSON-ready fields (the answer under the kind's own key)."""
-        key = {"enumeration": "value", "decision": "found", "optimisation": "objective"}[self.kind]
-        return {"kind": self.kind, key: self.answer, "solution": self.solution, "nodes": self.nodes,
-                "seconds": self.seconds, "status": self.status, "metrics": self.metrics, **self.extras}
+        return {"kind": self.kind, ANSWER_KEY[self.kind]: self.answer, "solution": self.solution,
+                "nodes": self.nodes, "seconds": self.seconds, "status": self.status, "metrics": self.metrics,
+                **self.extras}

@@ -24,7 +24,7 @@ from yewpy.apps import APPS
 from yewpy.atomic import write_atomic
 from yewpy.errors import UsageError
 from yewpy.launch import LAUNCHERS, allocation, launch_command
-from yewpy.result import FINISHED
+from yewpy.result import ANSWER_KEY, FINISHED
 from yewpy.speedup import BASELINES, Run, check_answers, medians, read_runs, text_table, to_csv
 
 SKELETONS = ("depthbounded", "stacksteal", "budget", "ordered")
@@ -116,8 +116,7 @@ def yewpy_command() -> list[str]:
 
 
 def _answer(data: dict) -> str:
-    key = {"enumeration": "value", "decision": "found", "optimisation": "objective"}[data["kind"]]
-    return json.dumps(data[key], sort_keys=True)
+    return json.dumps(data[ANSWER_KEY[data["kind"]]], sort_keys=True)
 
 
 def _kill(process: subprocess.Popen) -> None:

@@ -50,8 +50,8 @@ class Session:
         self.next_checkpoint = start + checkpoint_every if checkpoint_every else float("inf")
         self.next_progress = start + progress if progress else float("inf")
         self.last_progress = (start, 0)
-        self.fingerprint = None
-        if checkpoint or resume:
+        self.fingerprint = None                 # needed to check a resume, and by rank 0 to write
+        if resume or (checkpoint and rank == 0):
             self.fingerprint = ckpt.fingerprint(problem, KIND_NAMES[core.kind], options.get("max_depth"),
                                                 options.get("target"))
 
