@@ -1,6 +1,6 @@
 from collections.abc import Sequence
 
-from yewpy._engine import OptimisationCore
+from yewpy.core import OptimisationCore
 
 class KnapsackCore(OptimisationCore):
     n: int

@@ -1,4 +1,4 @@
-from yewpy._engine import EnumerationCore
+from yewpy.core import EnumerationCore
 
 MAX_GENUS: int
 

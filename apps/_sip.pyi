@@ -1,6 +1,6 @@
 from collections.abc import Iterable
 
-from yewpy._engine import DecisionCore
+from yewpy.core import DecisionCore
 
 class SIPCore(DecisionCore):
     P: int

@@ -5,7 +5,8 @@ compiled counterparts ``EnumerationCore``, ``DecisionCore``, ``OptimisationCore`
 ``search()`` with a coordination (:class:`Sequential`, :class:`DepthBounded`, :class:`Budget`).
 """
 
-from yewpy._engine import DecisionCore, EnumerationCore, OptimisationCore
+from yewpy import core as _core
+from yewpy.core import DecisionCore, EnumerationCore, OptimisationCore
 from yewpy.errors import InputError, UsageError
 from yewpy.kinds import Decision, Enumeration, Optimisation
 from yewpy.result import Result
@@ -13,6 +14,8 @@ from yewpy.search import search
 from yewpy.skeletons import Budget, DepthBounded, Ordered, Sequential, StackStealing
 
 __version__ = "0.1.0"
+
+_core.register_search(search)       # Core.search() without the compiled layer importing this one
 
 __all__ = [
     "Budget", "Decision", "DecisionCore", "DepthBounded", "Enumeration", "EnumerationCore",

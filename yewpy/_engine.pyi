@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from yewpy.result import Result
+from yewpy.core import Core
 
 ENUMERATION: int
 DECISION: int
@@ -17,19 +17,6 @@ TIME_LIMIT: int
 Task = tuple[int, Any]
 
 def monotonic() -> float: ...
-
-class Core:
-    kind: int
-    has_bound: bool
-    sign: float
-    def search(self, coordination: Any = "seq", **params: Any) -> Result: ...
-
-class EnumerationCore(Core):
-    zero: Any
-    def combine(self, a: Any, b: Any) -> Any: ...
-
-class DecisionCore(Core): ...
-class OptimisationCore(Core): ...
 
 class PyCore(Core):
     def __init__(self, problem: Any, kind: int, has_bound: bool, sign: float, counting: bool) -> None: ...

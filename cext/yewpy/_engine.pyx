@@ -15,10 +15,9 @@ from libc.stdlib cimport free, realloc
 from libc.string cimport memset
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
-# The search kinds, as Core.kind holds them.
-ENUMERATION = KIND_ENUMERATION
-DECISION = KIND_DECISION
-OPTIMISATION = KIND_OPTIMISATION
+from yewpy.core cimport (KIND_DECISION, KIND_ENUMERATION, KIND_OPTIMISATION, Core, DecisionCore,
+                         EnumerationCore, OptimisationCore)
+from yewpy.core import DECISION, ENUMERATION, OPTIMISATION  # re-exported for the Python layers
 
 # What Engine.run returns.
 DONE = 0          # the current task (and everything it did not spawn) is explored
@@ -47,76 +46,6 @@ cdef inline double _now() noexcept nogil:
 def monotonic() -> float:
     """The engine's clock (seconds, CLOCK_MONOTONIC): deadlines are given on it."""
     return _now()
-
-
-cdef class Core:
-    def __cinit__(self, *args, **kwargs):
-        self.kind = KIND_ENUMERATION
-        self.has_bound = False
-        self.sign = 1.0
-
-    cdef int reserve(self, int frames) except -1:
-        raise NotImplementedError("Core.reserve")
-
-    cdef int set_root(self) except -1:
-        raise NotImplementedError("Core.set_root")
-
-    cdef int load(self, object node) except -1:
-        raise NotImplementedError("Core.load")
-
-    cdef object dump(self, int frame):
-        raise NotImplementedError("Core.dump")
-
-    cdef int open(self, int frame) except -1:
-        raise NotImplementedError("Core.open")
-
-    cdef int next(self, int frame, int dest) except -1:
-        raise NotImplementedError("Core.next")
-
-    cdef double objective(self, int frame) except? -1:
-        raise NotImplementedError("Core.objective")
-
-    cdef double bound(self, int frame) except? -1:
-        raise NotImplementedError("Core.bound")
-
-    cdef int accumulate(self, int frame) except -1:
-        return 0
-
-    cdef object take_value(self):
-        return None
-
-    cdef object solution(self, int frame):
-        return self.dump(frame)
-
-    def search(self, coordination="seq", **params):
-        """Run this search; see :func:`yewpy.search`."""
-        from yewpy.search import search
-        return search(self, coordination, **params)
-
-
-cdef class EnumerationCore(Core):
-    """Compiled enumeration: override the frame methods, ``accumulate`` and ``take_value``."""
-    zero = 0
-
-    def __cinit__(self, *args, **kwargs):
-        self.kind = KIND_ENUMERATION
-
-    def combine(self, a, b):
-        return a + b
-
-
-cdef class DecisionCore(Core):
-    """Compiled decision search: override the frame methods, ``objective`` and maybe ``bound``."""
-
-    def __cinit__(self, *args, **kwargs):
-        self.kind = KIND_DECISION
-
-
-cdef class OptimisationCore(Core):
-    """Compiled branch and bound: set ``sign = -1`` in ``__init__`` to minimise."""
-
-    def __cinit__(self, *args, **kwargs):
-        self.kind = KIND_OPTIMISATION
 
 
 cdef class PyCore(Core):

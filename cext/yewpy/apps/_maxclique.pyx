@@ -11,7 +11,7 @@ from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 
-from yewpy._engine cimport KIND_DECISION, OptimisationCore
+from yewpy.core cimport KIND_DECISION, OptimisationCore
 
 
 cdef extern from *:

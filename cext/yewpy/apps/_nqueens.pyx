@@ -6,7 +6,7 @@ from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 
-from yewpy._engine cimport EnumerationCore
+from yewpy.core cimport EnumerationCore
 
 
 cdef class NQueensCore(EnumerationCore):

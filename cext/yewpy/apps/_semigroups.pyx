@@ -13,7 +13,7 @@ from libc.stdlib cimport calloc, free, realloc
 from libc.string cimport memcpy, memset
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 
-from yewpy._engine cimport EnumerationCore
+from yewpy.core cimport EnumerationCore
 
 # dec[x] <= x // 2 + 1 must fit a byte for every x < size = 3 * genus + 3.
 MAX_GENUS = 160

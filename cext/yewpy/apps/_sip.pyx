@@ -32,7 +32,7 @@ from libc.stdlib cimport free, malloc, calloc, realloc, qsort
 from libc.string cimport memcpy, memset
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 
-from yewpy._engine cimport DecisionCore
+from yewpy.core cimport DecisionCore
 
 
 cdef extern from *:

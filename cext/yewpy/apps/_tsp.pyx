@@ -12,7 +12,7 @@ from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 
-from yewpy._engine cimport OptimisationCore
+from yewpy.core cimport OptimisationCore
 
 MAX_CITIES = 64          # nodes keep the visited set in one 64-bit word
 

@@ -16,7 +16,7 @@ from libc.stdint cimport int32_t, uint32_t
 from libc.stdlib cimport free, realloc
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 
-from yewpy._engine cimport EnumerationCore
+from yewpy.core cimport EnumerationCore
 
 
 cdef extern from *:

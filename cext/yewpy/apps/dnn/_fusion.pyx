@@ -18,7 +18,7 @@ from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 
-from yewpy._engine cimport OptimisationCore
+from yewpy.core cimport OptimisationCore
 
 FS_PER_NS = 1_000_000
 MAX_STREAMS = 16
