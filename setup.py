@@ -42,7 +42,8 @@ class BuildPyWithPxd(build_py):
 
 
 setup(
-    packages=["yewpy", "yewpy.skeletons", "yewpy.apps", "yewpy.apps.dnn"],
+    packages=["yewpy", "yewpy.runtime", "yewpy.operations", "yewpy.tools", "yewpy.skeletons", "yewpy.apps",
+              "yewpy.apps.dnn"],
     package_dir={"yewpy": "yewpy", "yewpy.skeletons": "skeletons", "yewpy.apps": "apps"},
     package_data={"yewpy": ["py.typed", "*.pyi"], "yewpy.apps": ["*.pyi"], "yewpy.apps.dnn": ["*.pyi"]},
     ext_modules=extensions(),

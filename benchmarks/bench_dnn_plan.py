@@ -16,7 +16,7 @@ from yewpy.apps.dnn.cluster import load_cluster
 from yewpy.apps.dnn.cost import Training
 from yewpy.apps.dnn.models import load_model
 from yewpy.apps.dnn_plan import plan
-from yewpy.ranks import world
+from yewpy.runtime.ranks import world
 
 
 def run(model: str, cluster: str, batch: int, coordination: str = "seq", **params) -> None:

@@ -59,7 +59,7 @@ def number(text: str) -> int:
 
 def mpiexec() -> str:
     """The mpiexec beside this Python (the mpich wheel's), else the one on PATH."""
-    from yewpy.launch import find_mpiexec
+    from yewpy.tools.launch import find_mpiexec
 
     return find_mpiexec()
 

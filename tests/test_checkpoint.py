@@ -13,11 +13,11 @@ import pytest
 
 import yewpy
 from support import DepthHistogram, mpiexec, run_ranks, yewpy_cmd
-from yewpy import checkpoint
 from yewpy.apps.knapsack_python import KnapsackPy
 from yewpy.apps.maxclique import MaxClique
 from yewpy.apps.nqueens import NQueens
 from yewpy.errors import InputError
+from yewpy.operations import checkpoint
 
 SKELETONS = [("seq", {}), ("stacksteal", {}), ("stacksteal", {"chunked": True}),
              ("depthbounded", {"spawn_depth": 2}), ("budget", {"backtracks": 50}),

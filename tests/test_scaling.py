@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from support import yewpy_cmd
-from yewpy.speedup import Run, check_answers, medians, read_runs, to_csv
+from yewpy.tools.speedup import Run, check_answers, medians, read_runs, to_csv
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -173,7 +173,7 @@ def test_usage_errors(tmp_path, args, message):
 
 
 def test_without_matplotlib_the_csv_is_written_and_the_extra_named(tmp_path, monkeypatch, capsys):
-    from yewpy import scaling, speedup_plot
+    from yewpy.tools import scaling, speedup_plot
 
     monkeypatch.setattr(speedup_plot, "available", lambda: False)
     runs = [run_row("7", ranks=n) for n in (1, 2)]

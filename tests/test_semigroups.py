@@ -16,7 +16,7 @@ import yewpy.apps.semigroups as semigroups_module
 from support import INSTANCES, require_shared, run_ranks, yewpy_cmd
 from yewpy._engine import Engine
 from yewpy.apps.semigroups import MAX_GENUS, Semigroups
-from yewpy.cli import main
+from yewpy.tools.cli import main
 
 COORDINATIONS = [
     ("seq", {}),

@@ -15,7 +15,7 @@ import pytest
 
 from support import ROOT, mpiexec, yewpy_cmd
 from yewpy.errors import UsageError
-from yewpy.launch import allocation, launch_command
+from yewpy.tools.launch import allocation, launch_command
 
 SLURM = ROOT / "slurm"
 SCRIPTS = sorted(SLURM.glob("*.sbatch"))

@@ -1,5 +1,5 @@
 """``python -m yewpy``: the same as the ``yewpy`` command."""
 
-from yewpy.cli import main
+from yewpy.tools.cli import main
 
 raise SystemExit(main())

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from yewpy.apps import APPS
-from yewpy.atomic import write_atomic
 from yewpy.errors import UsageError
-from yewpy.launch import LAUNCHERS, allocation, launch_command
+from yewpy.operations.atomic import write_atomic
 from yewpy.result import ANSWER_KEY, FINISHED
-from yewpy.speedup import BASELINES, Run, check_answers, medians, read_runs, text_table, to_csv
+from yewpy.tools.launch import LAUNCHERS, allocation, launch_command
+from yewpy.tools.speedup import BASELINES, Run, check_answers, medians, read_runs, text_table, to_csv
 
 SKELETONS = ("depthbounded", "stacksteal", "budget", "ordered")
 # depthbounded's CLI default (-d 0) spawns nothing, so a scaling run would measure one busy rank
@@ -194,7 +194,7 @@ def plan(configs: Sequence[Config], ranks: Sequence[int], repeat: int, baseline:
 
 def write_results(out: Path, runs: list[Run], baseline: str, title: str) -> int:
     """Write scaling.csv (and the plots when matplotlib is there), print the table; return exit status."""
-    from yewpy import speedup_plot
+    from yewpy.tools import speedup_plot
 
     out.mkdir(parents=True, exist_ok=True)
     rows = medians(runs, baseline)

@@ -14,12 +14,13 @@ import time
 from contextlib import contextmanager
 from typing import Any
 
-from yewpy import checkpoint as ckpt
-from yewpy._engine import ENUMERATION, Core, Engine
+from yewpy._engine import Engine
+from yewpy.core import ENUMERATION, Core
 from yewpy.errors import UsageError
-from yewpy.parts import KIND_NAMES, counters_of, merge_parts, summary
-from yewpy.profile import Profile
+from yewpy.operations import checkpoint as ckpt
+from yewpy.operations.profile import Profile
 from yewpy.result import FINISHED
+from yewpy.runtime.parts import KIND_NAMES, counters_of, merge_parts, summary
 
 WATCH_SLICE = 0.05          # seconds of search between two looks when progress or checkpoints are on
 
@@ -90,7 +91,7 @@ class Session:
     # -- this rank's contribution ----------------------------------------------------------
 
     def summary(self, engine: Engine, status: str) -> dict:
-        """``yewpy.search_parts.summary``, with the enumeration value accumulated across snapshots."""
+        """``yewpy.runtime.parts.summary``, with the enumeration value accumulated across snapshots."""
         part = summary(engine, status)
         if self.kind == ENUMERATION:
             self.taken = self.problem.combine(self.taken, part["value"])
@@ -142,7 +143,7 @@ class Session:
         if self.checkpoint_path is not None:
             self.write_checkpoint(parts, result.status)
         if self.profile_path is not None:
-            from yewpy import profile
+            from yewpy.operations import profile
 
             depth = {key: result.metrics[key] for key in ("nodes", "backtracks", "prunes", "spawns")}
             about = {"problem": type(self.problem).__qualname__, "kind": result.kind,

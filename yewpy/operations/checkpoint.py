@@ -18,8 +18,8 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from yewpy.atomic import write_atomic
 from yewpy.errors import InputError
+from yewpy.operations.atomic import write_atomic
 
 MAGIC = b"yewpy-checkpoint 1\n"
 

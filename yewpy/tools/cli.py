@@ -12,11 +12,11 @@ from typing import Any
 
 from yewpy.apps import APPS
 from yewpy.errors import InputError, UsageError
-from yewpy.metrics import table
 from yewpy.result import STOPPED, Result
+from yewpy.runtime.metrics import table
 
 # subcommands that are not searches: name -> module with configure(parser) and run(args) -> exit status
-TOOLS: dict[str, str] = {"report": "yewpy.report", "scaling": "yewpy.scaling"}
+TOOLS: dict[str, str] = {"report": "yewpy.tools.report", "scaling": "yewpy.tools.scaling"}
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +28,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     g.add_argument("-b", "--backtrack-budget", type=int, default=None, help="budget: backtracks per task")
     g.add_argument("--spawn-all", action="store_true", help="budget: offload every open level")
     g.add_argument("--pool", "--poolType", dest="pool", choices=["depthpool", "deque"], default=None)
-    g.add_argument("--chunked", action="store_true", help="stacksteal: steal a whole level")
+    g.add_argument("--chunked", action="store_true", help="stacksteal: steal a whole level (= --steal level)")
+    g.add_argument("--steal", choices=["half", "level", "one"], default=None,
+                   help="over MPI, what a victim gives a thief: half its open work (default), its "
+                   "shallowest level, or one task")
+    g.add_argument("--window", type=int, default=None, metavar="W",
+                   help="ordered: rounds a rank may run ahead of the slowest (default 2)")
     g.add_argument("--discrepancy", "--discrepancyOrder", dest="discrepancy", action="store_true",
                    help="ordered: priority by discrepancy count instead of left-to-right index")
     g.add_argument("--decision", type=int, default=None, metavar="K", help="decision search for target K")
@@ -71,10 +76,18 @@ def search_params(args: argparse.Namespace) -> dict:
     elif args.skeleton == "ordered":
         params["spawn_depth"] = 1 if args.spawn_depth is None else args.spawn_depth
         params["discrepancy"] = args.discrepancy
+        if args.window is not None:
+            params["window"] = args.window
     elif args.spawn_depth is not None:
         raise UsageError(f"-d/--spawn-depth applies to depthbounded and ordered, not {args.skeleton}")
     if args.discrepancy and args.skeleton != "ordered":
         raise UsageError(f"--discrepancy applies to ordered, not {args.skeleton}")
+    if args.window is not None and args.skeleton != "ordered":
+        raise UsageError(f"--window applies to ordered, not {args.skeleton}")
+    if args.steal is not None:
+        if args.skeleton == "ordered":
+            raise UsageError("--steal does not apply to ordered: it does not steal")
+        params["steal"] = args.steal
     if args.skeleton == "budget":
         params["backtracks"] = args.backtrack_budget or 100_000
         params["spawn_all"] = args.spawn_all
@@ -138,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("yewpy: interrupted", file=sys.stderr)
         return 130
-    from yewpy.ranks import world
+    from yewpy.runtime.ranks import world
 
     comm = world()
     if comm is None or comm.Get_rank() == 0:

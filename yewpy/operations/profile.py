@@ -13,8 +13,8 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-from yewpy.atomic import write_atomic
 from yewpy.errors import InputError
+from yewpy.operations.atomic import write_atomic
 
 MAX_TASKS = 1_000_000       # per rank; later tasks are only counted, to bound memory
 FORMAT = "yewpy-profile 1"

@@ -6,8 +6,8 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
-from yewpy.atomic import write_atomic
-from yewpy.speedup import Median
+from yewpy.operations.atomic import write_atomic
+from yewpy.tools.speedup import Median
 
 PLOTS = ("speedup.png", "efficiency.png")
 

@@ -11,8 +11,8 @@ import argparse
 import statistics
 from pathlib import Path
 
-from yewpy import profile
-from yewpy.plotting import pyplot
+from yewpy.operations import profile
+from yewpy.tools.plotting import pyplot
 
 FIGURES = ("task_times.png", "load.png", "timeline.png", "depth.png")
 
