@@ -1,7 +1,9 @@
 """Coordinations: how the tree is cut into tasks, chosen at run time, orthogonal to the kind.
 
-A coordination only sets how the engine hands out work (spawn depth, backtrack budget) and
-which pool holds the tasks; ``drive`` runs every task of one worker through that pool.
+A coordination only sets how the engine hands out work (spawn depth, backtrack budget), which
+pool holds the tasks and what a victim gives a thief (``steal``); its ``run`` is the runtime's one
+search loop (``yewpy.runtime.loop.drive``) unless it has a multi-rank behaviour of its own
+(Ordered).
 """
 
 from __future__ import annotations
@@ -10,11 +12,11 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from yewpy._engine import BUDGET, DONE, FOUND, NODE_LIMIT, PAUSED, TIME_LIMIT, Engine
+from yewpy._engine import Engine
+from yewpy.runtime.loop import drive
+from yewpy.runtime.share import STEALS
 
 from .pool import POOLS
-
-_STOPS = {FOUND: "found", NODE_LIMIT: "node_limit", TIME_LIMIT: "time_limit"}
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,7 @@ class Coordination:
     """Base: subclasses say which engine options and pool they use."""
 
     name = "coordination"
+    resumable = True            # its work can be saved as tasks and resumed on any rank count
 
     def engine_options(self) -> dict:
         """Keyword arguments for :class:`yewpy._engine.Engine`."""
@@ -37,56 +40,31 @@ class Coordination:
         """Work to hand to the pool when the backtrack budget runs out."""
         return []
 
-    def drive(self, engine: Engine, tasks: list | None = None, poll: Any = None, idle: Any = None,
-              slice_nodes: int = -1, slice_seconds: float = 0, pool: Any = None, profile: Any = None) -> str:
-        """Search from the root (``tasks=None``) or from ``tasks`` until all is explored.
+    def run(self, engine: Engine, transport: Any, pool: Any, tasks: list | None = None,
+            profile: Any = None) -> str:
+        """This worker's part of the search on ``transport``: the runtime's one loop over ``pool``,
+        from the root (``tasks=None``) or from ``tasks``.  Returns the status ``drive`` returns."""
+        return drive(self, engine, transport, pool, tasks, profile)
 
-        A runtime that shares work between workers passes two callbacks.  ``poll(engine, pool)``,
-        called between slices (``slice_nodes`` nodes or ``slice_seconds``), serves steal requests
-        and exchanges incumbents; it returns False to stop.  ``idle(engine, pool)``, called when
-        this worker has nothing left, returns True once it has put stolen tasks in the pool and
-        False when the whole search is over.  ``pool``: the pool to use (the caller keeps what is
-        left in it after a stop); ``profile``: told when each task begins and ends.
-        Returns ``done``, ``found``, ``node_limit``, ``time_limit`` or ``stopped``.
-        """
-        pool = self.make_pool() if pool is None else pool
-        if tasks is None:
-            engine.start_root()
-            if profile is not None:
-                profile.begin(engine)
-        else:
-            pool.extend(tasks)
-        while True:
-            if not engine.active:
-                if not pool and (idle is None or not idle(engine, pool)):
-                    return "done"
-                if pool:
-                    engine.start(pool.pop_local())
-                    if profile is not None:
-                        profile.begin(engine)
-                continue
-            status = engine.run(slice_nodes, slice_seconds)
-            if profile is not None and not engine.active:
-                profile.end(engine)
-            if engine.spawned:
-                pool.extend(engine.spawned)
-                engine.spawned.clear()
-            if status == BUDGET:
-                pool.extend(self.after_budget(engine))
-            elif status != PAUSED and status != DONE:
-                return _STOPS[status]
-            going = poll is None or engine.found or poll(engine, pool)
-            if engine.found:                   # found by this slice, or by a split inside poll
-                return "found"
-            if not going:
-                return "stopped"
+    @property
+    def steal_mode(self) -> str:
+        """What a victim hands a thief over MPI: ``half``, ``level`` or ``one`` (see ``STEALS``)."""
+        return getattr(self, "steal", "half")
+
+    def _check_steal(self) -> None:
+        if self.steal_mode not in STEALS:
+            raise ValueError(f"steal must be one of {list(STEALS)}, got {self.steal_mode!r}")
 
 
 @dataclass(frozen=True)
 class Sequential(Coordination):
     """Depth-first search of the whole tree on one explicit stack: the reference."""
 
+    steal: str = "half"
     name = "seq"
+
+    def __post_init__(self) -> None:
+        self._check_steal()
 
 
 @dataclass(frozen=True)
@@ -95,9 +73,11 @@ class DepthBounded(Coordination):
 
     spawn_depth: int = 0
     pool: str = "depthpool"
+    steal: str = "half"
     name = "depthbounded"
 
     def __post_init__(self) -> None:
+        self._check_steal()
         if self.spawn_depth < 0:
             raise ValueError("spawn_depth must be >= 0")
         if self.pool not in POOLS:
@@ -123,9 +103,11 @@ class Budget(Coordination):
     backtracks: int = 100_000
     spawn_all: bool = False
     pool: str = "depthpool"
+    steal: str = "half"
     name = "budget"
 
     def __post_init__(self) -> None:
+        self._check_steal()
         if self.backtracks < 1:
             raise ValueError("backtracks must be >= 1")
         if self.pool not in POOLS:
@@ -143,11 +125,19 @@ class Budget(Coordination):
 
 @dataclass(frozen=True)
 class StackStealing(Coordination):
-    """Depth-first search on each worker's own stack; a thief takes the shallowest unexplored
-    child of a victim's stack, or with ``chunked`` all the remaining children of that level."""
+    """Depth-first search on each worker's own stack; a thief takes a share of a victim's open
+    work (``steal``); ``chunked=True`` is YewPar's chunked stack stealing, ``steal="level"``."""
 
     chunked: bool = False
+    steal: str = "half"
     name = "stacksteal"
+
+    def __post_init__(self) -> None:
+        if self.chunked:
+            if self.steal not in ("half", "level"):
+                raise ValueError(f"chunked is steal='level'; it contradicts steal={self.steal!r}")
+            object.__setattr__(self, "steal", "level")
+        self._check_steal()
 
 
 def _by_name() -> dict:
@@ -160,7 +150,7 @@ def _by_name() -> dict:
 def coordination(spec: Any = "seq", **params: Any) -> Coordination:
     """A coordination from a name (``"seq"``, ``"depthbounded"``, ``"budget"``, ``"stacksteal"``,
     ``"ordered"``) or an object.  ``params`` (``spawn_depth``, ``backtracks``, ``spawn_all``,
-    ``pool``, ``chunked``, ``discrepancy``) apply to a name.
+    ``pool``, ``chunked``, ``steal``, ``discrepancy``, ``window``) apply to a name.
     """
     if isinstance(spec, Coordination):
         if params:

@@ -3,19 +3,22 @@
 The top of the tree is expanded sequentially to ``spawn_depth``; each frontier node becomes a task
 with a priority, its left-to-right index or (``discrepancy=True``) the sum of the child indices
 on its path, ties by index; tasks are then searched best priority first.  On several ranks the
-tasks go in rounds of one per rank and the incumbent is agreed between rounds, so the node count
-and the answer depend only on the rank count, never on timing.
+tasks go in rounds of one per rank; round k starts from the incumbents of rounds up to
+k - ``window`` (agreed by a non-blocking allgather), so no rank waits for the slowest task of the
+round before, and the node count and the answer depend only on the rank count, never on timing.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from yewpy._engine import DONE, ENUMERATION, Engine
 from yewpy.errors import UsageError
+from yewpy.runtime.loop import STOPS, drive
 
-from .coordination import _STOPS, Coordination
+from .coordination import Coordination
 
 
 @dataclass(frozen=True)
@@ -24,11 +27,15 @@ class Ordered(Coordination):
 
     spawn_depth: int = 1
     discrepancy: bool = False
+    window: int = 2
     name = "ordered"
+    resumable = False
 
     def __post_init__(self) -> None:
         if self.spawn_depth < 1:
             raise ValueError("Ordered needs spawn_depth >= 1")
+        if self.window < 1:
+            raise ValueError("Ordered needs window >= 1")
 
     def check(self, kind: int) -> None:
         if kind == ENUMERATION:
@@ -50,7 +57,7 @@ class Ordered(Coordination):
                 status = engine.run(-1)
                 children, engine.spawned = engine.spawned, []
                 if status != DONE:
-                    return [], _STOPS[status]
+                    return [], STOPS[status]
                 for index in range(len(children) - 1, -1, -1):
                     stack.append((discrepancy + index, children[index]))
         finally:
@@ -58,16 +65,61 @@ class Ordered(Coordination):
         found.sort(key=lambda entry: entry[:2])
         return [task for _, _, task in found], None
 
-    def drive(self, engine: Engine, tasks: list | None = None, poll: Any = None, idle: Any = None,
-              slice_nodes: int = -1, slice_seconds: float = 0, pool: Any = None, profile: Any = None) -> str:
-        """One worker: the frontier, then every task in priority order."""
-        if tasks is None:
-            tasks, stop = self.frontier(engine)
-            if stop is not None:
-                return stop
-        for task in tasks:
-            status = super().drive(engine, [task], poll=poll, slice_nodes=slice_nodes,
-                                   slice_seconds=slice_seconds, profile=profile)
-            if status != "done":
-                return status
-        return "done"
+    def run(self, engine: Engine, transport: Any, pool: Any, tasks: list | None = None,
+            profile: Any = None) -> str:
+        """The frontier (rank 0), then every task in priority order: task i on rank i mod P, in
+        rounds of one task per rank.  A rank starts round k once every rank's results of round
+        k - window are in (a non-blocking allgather), and adopts the best incumbent they hold, so
+        each task starts from an incumbent fixed by the rank count, never by timing."""
+        if tasks:
+            raise UsageError("ordered starts at the root; it cannot resume tasks")
+        rank, size = transport.rank, transport.size
+        frontier, stop = self.frontier(engine) if rank == 0 else (None, None)
+        frontier, stop, incumbent = transport.bcast((frontier, stop, engine.incumbent))
+        if stop is not None:
+            return stop if rank == 0 else "stopped"
+        if incumbent is not None:
+            engine.offer(incumbent)
+        alone = transport if size == 1 else _Alone()
+        sign = engine.core.sign
+        posted: list = []
+        status = "done"
+        stopped = False
+        for first in range(0, len(frontier), size):
+            round_ = first // size
+            if round_ >= self.window:
+                stopped = self._adopt(engine, posted[round_ - self.window].wait(), sign)
+                if stopped:
+                    break
+            mine = first + rank
+            if mine < len(frontier) and status == "done":
+                status = drive(self, engine, alone, pool, [frontier[mine]], profile)
+            incumbent = engine.incumbent
+            posted.append(transport.exchange([math.nan if incumbent is None else incumbent,
+                                              _CODES.index(status)]))
+        for exchange in posted[max(0, len(posted) - self.window):]:     # every rank waits for the same ones
+            stopped = self._adopt(engine, exchange.wait(), sign) or stopped
+        return status if status != "done" or not stopped else "stopped"
+
+    @staticmethod
+    def _adopt(engine: Engine, rows: list, sign: float) -> bool:
+        """Take the best incumbent of one round's rows; true if any rank ended that round early."""
+        known = [value for value, _ in rows if not math.isnan(value)]
+        if known:
+            engine.offer(max(known, key=lambda value: sign * value))
+        return any(code != 0 for _, code in rows)
+
+
+_CODES = ["done", "found", "node_limit", "time_limit", "stopped"]
+
+
+class _Alone:
+    """A transport for one ordered task: no slices, no messages, no stealing."""
+
+    slice_nodes, slice_seconds = -1, 0
+
+    def poll(self, engine: Engine, pool: Any) -> bool:
+        return True
+
+    def idle(self, engine: Engine, pool: Any) -> bool:
+        return False

@@ -51,16 +51,22 @@ class DepthPool:
         """Every task held, shallowest first (for a checkpoint; the pool keeps them)."""
         return [task for depth in sorted(self._levels) for task in self._levels[depth]]
 
-    def steal(self, chunked: bool) -> list:
-        """For a thief: the oldest shallowest task, or with ``chunked`` that whole depth."""
+    def steal(self, mode: str) -> list:
+        """For a thief: ``one``, the oldest shallowest task; ``level``, that whole depth; ``half``,
+        every other task shallowest first (the thief gets the first, so at least one)."""
         if not self._size:
             return []
-        if not chunked:
+        if mode == "one":
             return [self.pop_steal()]
-        depth = min(self._levels)
-        tasks = list(self._levels.pop(depth))
-        self._size -= len(tasks)
-        return tasks
+        if mode == "level":
+            depth = min(self._levels)
+            tasks = list(self._levels.pop(depth))
+            self._size -= len(tasks)
+            return tasks
+        tasks = self.tasks()
+        self._levels, self._size = {}, 0
+        self.extend(tasks[1::2])
+        return tasks[0::2]
 
 
 class DequePool:
@@ -88,9 +94,9 @@ class DequePool:
     def pop_steal(self) -> Any:
         return self._tasks.popleft()
 
-    def steal(self, chunked: bool) -> list:
-        """For a thief: the oldest task, or with ``chunked`` the older half."""
-        count = max(1, len(self._tasks) // 2) if chunked else 1
+    def steal(self, mode: str) -> list:
+        """For a thief: ``one``, the oldest task; ``level`` or ``half``, the older half."""
+        count = 1 if mode == "one" else max(1, len(self._tasks) // 2)
         return [self._tasks.popleft() for _ in range(min(count, len(self._tasks)))]
 
 

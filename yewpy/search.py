@@ -5,13 +5,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from yewpy._engine import Core, Engine, monotonic
+from yewpy._engine import monotonic
+from yewpy.core import Core
 from yewpy.errors import UsageError
-from yewpy.metrics import rank_metrics
-from yewpy.parts import build_result
+from yewpy.operations.session import Session
 from yewpy.result import Result
-from yewpy.session import WATCH_SLICE, Session
-from yewpy.skeletons import Ordered
+from yewpy.runtime.local import LocalTransport
+from yewpy.runtime.loop import run_search
+from yewpy.runtime.ranks import world
 from yewpy.skeletons import coordination as make_coordination
 
 
@@ -56,33 +57,18 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
                    initial_bound=initial_bound, node_limit=node_limit,
                    deadline=None if time_limit is None else monotonic() + time_limit)
     options.update(coord.engine_options())
-    from yewpy.ranks import world
-
     comm = world() if comm is None else comm
     rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
-    if isinstance(coord, Ordered) and (checkpoint or resume):
-        raise UsageError("checkpoint and resume do not apply to ordered: its replicable rounds start "
-                         "at the root")
+    if not coord.resumable and (checkpoint or resume):
+        raise UsageError(f"checkpoint and resume do not apply to {coord.name}: its replicable rounds "
+                         "start at the root")
     session = Session(problem, core, options, start, rank=rank, size=size, checkpoint=checkpoint,
                       checkpoint_every=checkpoint_every, resume=resume, progress=progress, profile=profile)
-    initial = (initial_bound, initial_solution)
     if size > 1:
-        from yewpy.distributed import run_distributed
+        from yewpy.runtime.mpi import MPITransport
 
-        return run_distributed(problem, core, coord, options, comm, start, initial, session)
-    session.load()
-    engine = Engine(core, **options)
-    session.adopt(engine)
-    pool = coord.make_pool()
-    with session.signals():
-        status = coord.drive(engine, session.first_tasks(), poll=session.poll if session.watching else None,
-                             slice_seconds=WATCH_SLICE if session.watching else 0, pool=pool,
-                             profile=session.profile)
-    if status == "stopped" and session.interrupted is not None:
-        status = "interrupted"
-    part = session.final_part(engine, pool, status)
-    seconds = time.perf_counter() - start
-    result = build_result(problem, core, [part, *session.prior_parts()], seconds, initial, ranks=1)
-    result.metrics["per_rank"] = [rank_metrics(0, part, seconds)]
-    session.finish([part], result, coord)
-    return result
+        transport = MPITransport(comm, session, steal=coord.steal_mode)
+    else:
+        transport = LocalTransport(session)
+    return run_search(problem, core, coord, options, transport, session, (initial_bound, initial_solution),
+                      start)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from yewpy._engine import DECISION, ENUMERATION, OPTIMISATION, Core, Engine
+from yewpy._engine import Engine
+from yewpy.core import DECISION, ENUMERATION, OPTIMISATION, Core
 from yewpy.result import STOPPED, Result
 
 KIND_NAMES = {ENUMERATION: "enumeration", DECISION: "decision", OPTIMISATION: "optimisation"}

@@ -8,6 +8,11 @@ COLUMNS = [("rank", "rank"), ("nodes", "nodes"), ("backtracks", "backtracks"), (
            ("tasks", "tasks"), ("steals_succeeded", "steals ok"), ("steals_attempted", "steals tried"),
            ("tasks_given", "given"), ("busy_seconds", "busy s"), ("idle_seconds", "idle s"),
            ("messages_sent", "messages")]
+# What the MPI transport also counts: messages sent by kind, termination waves, slices, and the
+# wall-clock times (time.time()) of the rank's last idle start and of its return, and the time its
+# steal requests waited for their answers (total and longest).
+PROTOCOL = ("sent_steal", "sent_work", "sent_control", "waves", "polls", "slice_nodes_mean", "last_node",
+            "returned", "steal_wait_seconds", "steal_wait_max")
 
 
 def rank_metrics(rank: int, part: dict, seconds: float, runtime: dict | None = None) -> dict:
@@ -19,7 +24,8 @@ def rank_metrics(rank: int, part: dict, seconds: float, runtime: dict | None = N
             "steals_attempted": runtime.get("steals_sent", 0),
             "steals_succeeded": runtime.get("steals_won", 0),
             "tasks_given": runtime.get("tasks_given", 0), "busy_seconds": max(0.0, seconds - idle),
-            "idle_seconds": idle, "messages_sent": runtime.get("messages_sent", 0)}
+            "idle_seconds": idle, "messages_sent": runtime.get("messages_sent", 0),
+            **{key: runtime[key] for key in PROTOCOL if key in runtime}}
 
 
 def table(per_rank: list[dict]) -> str:

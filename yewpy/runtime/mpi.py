@@ -1,0 +1,467 @@
+"""Work stealing over MPI: every rank searches, idle ranks steal, control travels on a spanning tree.
+
+Rank 0 starts from the root; every other rank starts idle and steals.  A victim hands a thief a
+share of its open work (``steal``: half of it by default, shallowest first, packed into one
+buffer); busy ranks read messages every ``slice_nodes`` nodes, a count adapted so that a slice
+lasts about ``SLICE_TARGET`` seconds whatever a node costs.  Thieves pick a random rank on their
+own node first, then random remote ones, and retry the last rank that gave them work.
+
+Everything else is a wave or a flood on a binary spanning tree (``tree.SpanningTree``), so each
+event costs O(log P) hops and at most three messages per rank: incumbents and STOP flood out,
+progress reports and checkpoint parts come up, checkpoint and resume orders go down, and
+termination is detected by waves that add up the work messages each rank has sent and received
+(Mattern's four-counter method: two waves that see the same totals, sent = received, answered
+only by idle ranks).  Sends are synchronous-mode and non-blocking (``issend``), and the final
+non-blocking barrier starts only once a rank's own sends are matched, so no message is left in
+flight when the job ends.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import random
+import sys
+import time
+import traceback
+from contextlib import contextmanager
+from typing import Any
+
+from yewpy.errors import InputError
+from yewpy.operations.session import Session
+from yewpy.runtime import taskpack
+from yewpy.runtime.share import give
+from yewpy.runtime.tree import SpanningTree
+
+# seconds of search between two looks at the network (YEWPY_SLICE_TARGET overrides it, for experiments)
+SLICE_TARGET = float(os.environ.get("YEWPY_SLICE_TARGET", "100e-6"))
+SLICE_FIRST, SLICE_MIN, SLICE_MAX = 64, 1, 1 << 22
+NAP_MIN = 20e-6                     # an idle rank's nap, doubling while nothing happens ...
+NAP_MAX, NAP_MAX_CROWDED = 1e-3, 4e-3   # ... up to this (more when ranks outnumber cores)
+BACKOFF_START, BACKOFF_CAP = 100e-6, 0.02   # after log2 P + 1 failed steals, wait, doubling
+STEAL, WORK, NOWORK, INCUMBENT, STOP, WAVE, ECHO, CHECKPOINT, PARTS, RESUME, PROGRESS = range(1, 12)
+ABORT_GRACE = 0.2                   # seconds between an error's message and MPI_Abort (Hydra drops
+                                    # a killed rank's stderr that it has not forwarded yet)
+KIND_OF_TAG = {STEAL: "steal", NOWORK: "steal", WORK: "work"}   # every other tag is control
+
+
+def _dumps(obj: Any) -> bytes:
+    """pickle when it can (fast), cloudpickle for what it cannot (lambdas, local classes)."""
+    try:
+        return pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        import cloudpickle
+
+        return cloudpickle.dumps(obj)
+
+
+class Victims:
+    """Whom an idle rank asks for work: the last rank that gave some, else a random rank on its
+    own node, and after a sweep of its node without success, a random remote rank."""
+
+    def __init__(self, rank: int, size: int, local: list[int]) -> None:
+        self.rng = random.Random(rank * 7919 + 1)
+        self.local = [r for r in local if r != rank]
+        local_set = set(local)
+        self.remote = [r for r in range(size) if r not in local_set]
+        self.last: int | None = None
+        self.failures = 0               # consecutive failed steals
+
+    def choose(self) -> int:
+        if self.last is not None:
+            return self.last
+        if self.local and (not self.remote or self.failures < len(self.local)):
+            return self.rng.choice(self.local)
+        return self.rng.choice(self.remote or self.local)
+
+    def won(self, victim: int) -> None:
+        self.last, self.failures = victim, 0
+
+    def lost(self) -> None:
+        self.last = None
+        self.failures += 1
+
+
+class MPITransport:
+    """One rank's side of the search: serves thieves, steals when idle, relays control on the tree."""
+
+    def __init__(self, comm: Any, session: Session, steal: str = "half") -> None:
+        from mpi4py import MPI
+
+        MPI.pickle.__init__(_dumps, pickle.loads)
+        self.MPI = MPI
+        self.comm = comm
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self.session = session
+        self.steal_mode = steal
+        self.tree = SpanningTree(self.rank, self.size)
+        local = comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
+        self.victims = Victims(self.rank, self.size, local.allgather(self.rank))
+        crowded = local.Get_size() > (os.cpu_count() or 1)
+        local.Free()
+        self.nap_max = NAP_MAX_CROWDED if crowded else NAP_MAX
+        self.free_tries = self.size.bit_length()     # failed steals before backing off: log2 P + 1
+        self.slice_nodes, self.slice_seconds = SLICE_FIRST, 0
+        self.last_poll, self.last_nodes = time.perf_counter(), 0
+        self.status = MPI.Status()
+        self.requests: list = []
+        self.seen_version = 0
+        self.stop_reason: str | None = None
+        self.waiting = False                # a steal request of ours is unanswered
+        self.next_try = 0.0
+        # termination waves: work messages sent and received, the wave held, children's echoes
+        self.work_sent = self.work_received = 0
+        self.wave: int | None = None
+        self.echoes: dict[int, tuple[int, int]] = {}
+        self.waves = 0                      # rank 0: waves started
+        self.last_totals: tuple[int, int] | None = None
+        # checkpoints: the epoch under way, this rank's snapshot, the parts gathered from below
+        self.epoch: int | None = None
+        self.snapped = self.passed_up = False
+        self.parts: list = []
+        self.parts_from: set[int] = set()
+        self.epochs = 0
+        # progress: each child's latest subtree report
+        self.reports: dict[int, tuple] = {}
+        self.next_report = session.start + (session.progress_every or float("inf"))
+        self.stats = {"steals_sent": 0, "steals_won": 0, "tasks_received": 0, "tasks_given": 0,
+                      "steals_served": 0, "messages_sent": 0, "idle_seconds": 0.0,
+                      "sent_steal": 0, "sent_work": 0, "sent_control": 0, "waves": 0,
+                      "polls": 0, "slice_nodes_mean": 0.0, "last_node": 0.0, "returned": 0.0,
+                      "steal_wait_seconds": 0.0, "steal_wait_max": 0.0}
+        self.asked = 0.0                    # when our unanswered steal request was sent
+
+    # -- sending ---------------------------------------------------------------------------
+
+    def send(self, dest: int, tag: int, payload: Any = None) -> None:
+        self.requests.append(self.comm.issend(payload, dest=dest, tag=tag))
+        self.stats["messages_sent"] += 1
+        self.stats["sent_" + KIND_OF_TAG.get(tag, "control")] += 1
+
+    def flood(self, tag: int, payload: Any, source: int | None = None) -> None:
+        for other in self.tree.others(source):
+            self.send(other, tag, payload)
+
+    def down(self, tag: int, payload: Any) -> None:
+        for child in self.tree.children:
+            self.send(child, tag, payload)
+
+    def stop_everyone(self, reason: str, source: int | None = None) -> None:
+        if self.stop_reason is None:
+            self.stop_reason = reason
+            self.flood(STOP, reason, source)
+
+    # -- receiving ---------------------------------------------------------------------------
+
+    def receive(self, engine: Any, pool: Any, busy: bool) -> bool:
+        """Act on every message waiting; true if there was any."""
+        MPI, comm = self.MPI, self.comm
+        got = False
+        while True:
+            message = comm.improbe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=self.status)
+            if message is None:
+                break
+            got = True
+            source, tag = self.status.Get_source(), self.status.Get_tag()
+            self.handle(engine, pool, busy, source, tag, message.recv())
+            if not busy and len(pool):
+                break                           # work arrived: go and do it
+        if self.requests:
+            self.requests = [r for r in self.requests if not r.Test()]
+        return got
+
+    def handle(self, engine: Any, pool: Any, busy: bool, source: int, tag: int, payload: Any) -> None:
+        """Act on one message.  Only a busy rank gives work: an idle one would hand straight
+        back a task it has just stolen, and two idle ranks could pass it to and fro forever."""
+        if tag == STEAL:
+            if self.stop_reason is not None:
+                return                          # the thief hears STOP too; a reply could outlive us
+            tasks = give(engine, pool, self.steal_mode) if busy and self.epoch is None else []
+            if tasks:
+                self.work_sent += 1
+                self.stats["tasks_given"] += len(tasks)
+                self.stats["steals_served"] += 1
+                self.send(source, WORK, taskpack.pack(tasks))
+            else:
+                self.send(source, NOWORK)
+        elif tag == WORK:
+            self.work_received += 1
+            self.answered()
+            tasks = taskpack.unpack(payload)
+            pool.extend(tasks)                  # kept after a stop too: a final checkpoint saves it
+            if self.stop_reason is None:
+                self.stats["tasks_received"] += len(tasks)
+                self.stats["steals_won"] += 1
+                self.victims.won(source)
+        elif tag == NOWORK:
+            self.answered()
+            self.victims.lost()
+            over = self.victims.failures - self.free_tries
+            if over >= 0:
+                self.next_try = time.perf_counter() + min(BACKOFF_START * 2 ** min(over, 30), BACKOFF_CAP)
+        elif tag == INCUMBENT:
+            if engine.offer(payload):
+                self.flood(INCUMBENT, payload, source)
+        elif tag == STOP:
+            self.stop_everyone(payload, source)
+        elif tag == WAVE:
+            self.wave, self.echoes = payload, {}
+            self.down(WAVE, payload)
+        elif tag == ECHO:
+            wave, sent, received = payload
+            if wave == self.wave:
+                self.echoes[source] = (sent, received)
+        elif tag == CHECKPOINT:
+            self.open_epoch(payload)
+            self.down(CHECKPOINT, payload)
+        elif tag == PARTS:
+            epoch, parts = payload
+            if epoch == self.epoch:
+                self.parts.extend(parts)
+                self.parts_from.add(source)
+        elif tag == RESUME:
+            self.open_epoch(None)
+            self.down(RESUME, payload)
+        elif tag == PROGRESS:
+            self.reports[source] = payload
+
+    def answered(self) -> None:
+        """Our steal request is answered: note how long the answer took (the steal latency)."""
+        self.waiting = False
+        wait = time.perf_counter() - self.asked
+        self.stats["steal_wait_seconds"] += wait
+        self.stats["steal_wait_max"] = max(self.stats["steal_wait_max"], wait)
+
+    # -- the two hooks of the search loop ------------------------------------------------------
+
+    def share_incumbent(self, engine: Any) -> None:
+        if engine.incumbent_version != self.seen_version:
+            self.seen_version = engine.incumbent_version
+            self.flood(INCUMBENT, engine.incumbent)
+
+    def poll(self, engine: Any, pool: Any) -> bool:
+        """Between slices: adapt the slice, publish a better incumbent, serve thieves, read news."""
+        now = time.perf_counter()
+        spent, searched = now - self.last_poll, engine.nodes - self.last_nodes
+        if spent > 5e-6 and searched > 0:      # nodes per slice: the node rate times the target
+            aim = int(searched / spent * SLICE_TARGET)
+            self.slice_nodes = min(SLICE_MAX, max(SLICE_MIN, (self.slice_nodes + aim) // 2))
+        stats = self.stats
+        stats["polls"] += 1
+        stats["slice_nodes_mean"] += (self.slice_nodes - stats["slice_nodes_mean"]) / stats["polls"]
+        self.share_incumbent(engine)
+        self.receive(engine, pool, busy=True)
+        if engine.found:
+            self.stop_everyone("found")
+        self.tick(engine, pool, now, busy=True)
+        self.last_poll, self.last_nodes = time.perf_counter(), engine.nodes
+        return self.stop_reason is None
+
+    def idle(self, engine: Any, pool: Any) -> bool:
+        """Steal until work arrives (True) or the search is over everywhere (False)."""
+        started = time.perf_counter()
+        self.stats["last_node"] = time.time()
+        profile = self.session.profile
+        if profile is not None:
+            profile.idle_begin()
+        try:
+            return self._idle(engine, pool)
+        finally:
+            self.stats["idle_seconds"] += time.perf_counter() - started
+            self.last_poll, self.last_nodes = time.perf_counter(), engine.nodes
+            if profile is not None:
+                profile.idle_end()
+
+    def _idle(self, engine: Any, pool: Any) -> bool:
+        self.share_incumbent(engine)
+        nap = NAP_MIN
+        while True:
+            got = self.receive(engine, pool, busy=False)
+            if self.stop_reason is not None:
+                return False
+            if len(pool):
+                return True
+            now = time.perf_counter()
+            self.tick(engine, pool, now, busy=False)
+            self.terminate_step()
+            if self.stop_reason is not None:
+                return False
+            if not self.waiting and self.epoch is None and now >= self.next_try:
+                self.waiting, self.asked = True, now
+                self.stats["steals_sent"] += 1
+                self.send(self.victims.choose(), STEAL)
+                got = True
+            nap = NAP_MIN if got else min(2 * nap, self.nap_max)
+            time.sleep(nap)
+
+    # -- termination -------------------------------------------------------------------------
+
+    def terminate_step(self) -> None:
+        """While idle: answer the wave held once every child has; rank 0 also judges and starts waves."""
+        tree = self.tree
+        if self.rank != 0 and self.wave is None:
+            return
+        if self.wave is not None and len(self.echoes) < len(tree.children):
+            return
+        sent = self.work_sent + sum(s for s, _ in self.echoes.values())
+        received = self.work_received + sum(r for _, r in self.echoes.values())
+        if self.rank != 0:
+            self.send(tree.parent, ECHO, (self.wave, sent, received))
+            self.wave, self.echoes = None, {}
+            return
+        if self.wave is not None:
+            totals = (sent, received)
+            if sent == received and totals == self.last_totals:
+                self.stop_everyone("done")
+                return
+            self.last_totals = totals
+        self.waves += 1
+        self.stats["waves"] = self.waves
+        self.wave, self.echoes = self.waves, {}
+        self.down(WAVE, self.wave)
+
+    # -- progress and checkpoints ----------------------------------------------------------------
+
+    def tick(self, engine: Any, pool: Any, now: float, busy: bool) -> None:
+        """The session's share of a look at the network: signals, progress, checkpoints."""
+        session = self.session
+        if session.interrupted is not None:
+            self.stop_everyone("interrupted")
+        if self.stop_reason is not None:
+            return
+        if now >= self.next_report:
+            self.report(engine, now, busy)
+        if self.rank == 0 and self.epoch is None and session.checkpoint_due(now):
+            self.epochs += 1
+            self.open_epoch(self.epochs)
+            self.down(CHECKPOINT, self.epoch)
+        if self.epoch is not None:
+            self.checkpoint_step(engine, pool)
+
+    def report(self, engine: Any, now: float, busy: bool) -> None:
+        """Send this subtree's totals (nodes, steals, idle ranks, ranks) up; rank 0 prints them."""
+        self.next_report = now + self.session.progress_every
+        totals = [engine.nodes, self.stats["steals_won"], 0 if busy else 1, 1]
+        for child in self.reports.values():
+            totals = [a + b for a, b in zip(totals, child)]
+        if self.rank == 0:
+            self.session.print_progress(now, totals[0], engine.incumbent, totals[1], totals[2])
+        else:
+            self.send(self.tree.parent, PROGRESS, tuple(totals))
+
+    def open_epoch(self, epoch: int | None) -> None:
+        """A checkpoint begins (or, with None, has ended): no work moves until it ends here."""
+        self.epoch, self.snapped, self.passed_up, self.parts, self.parts_from = epoch, False, False, [], set()
+
+    def checkpoint_step(self, engine: Any, pool: Any) -> None:
+        """A consistent cut: snapshot once no steal of ours is unanswered (no work in flight to
+        or from here), pass the subtree's parts up; rank 0 writes the file and sends RESUME."""
+        if not self.snapped and not self.waiting:
+            self.parts.append((self.rank, self.session.snapshot(engine, pool)))
+            self.snapped = True
+        if not self.snapped or self.passed_up or len(self.parts_from) < len(self.tree.children):
+            return
+        if self.rank != 0:
+            self.send(self.tree.parent, PARTS, (self.epoch, self.parts))
+            self.parts, self.passed_up = [], True
+            return
+        parts = [part for _, part in sorted(self.parts, key=lambda entry: entry[0])]
+        self.session.write_checkpoint(parts, "running")
+        self.down(RESUME, self.epoch)
+        self.open_epoch(None)
+
+    # -- the sequence around the search loop -----------------------------------------------------
+
+    @contextmanager
+    def guard(self):
+        """An exception on any rank ends every rank (MPI_Abort), after printing it once."""
+        try:
+            yield
+        except KeyboardInterrupt:
+            self.abort(f"yewpy: rank {self.rank} of {self.size} interrupted; ending every rank\n", 130)
+            raise
+        except BaseException:
+            self.abort(f"yewpy: rank {self.rank} of {self.size} failed:\n{traceback.format_exc()}", 1)
+            raise
+
+    def abort(self, message: str, code: int) -> None:
+        """Print ``message``, give the launcher a moment to forward it, then end every rank."""
+        sys.stderr.write(message)
+        sys.stderr.flush()
+        time.sleep(ABORT_GRACE)
+        self.comm.Abort(code)
+
+    def load(self, session: Session) -> None:
+        """Every rank reads the checkpoint to resume; if any cannot, every rank raises the same error."""
+        try:
+            session.load()
+            mine = None
+        except InputError as exc:
+            mine = exc
+        errors = self.comm.allgather(None if mine is None else (mine.path, mine.line, mine.message))
+        first = next((e for e in errors if e is not None), None)
+        if first is not None:
+            raise mine if mine is not None else InputError(*first)
+
+    def conclude(self, engine: Any, pool: Any, status: str) -> str:
+        """End the search everywhere (a witness or a limit found here stops every rank), deliver
+        every message, and return this rank's status."""
+        if status in ("found", "time_limit", "node_limit"):
+            self.stop_everyone(status)
+        self.finish(engine, pool)
+        self.stats["returned"] = time.time()
+        if status in ("done", "stopped") and self.stop_reason not in (None, "done"):
+            return "interrupted" if self.stop_reason == "interrupted" else "stopped"
+        return status
+
+    def finish(self, engine: Any, pool: Any) -> None:
+        """Deliver every message this rank sent, then wait until every rank has done the same."""
+        while self.requests:
+            self.receive(engine, pool, busy=False)
+            time.sleep(NAP_MIN)
+        barrier = self.comm.Ibarrier()
+        nap = NAP_MIN
+        while not barrier.Test():
+            self.receive(engine, pool, busy=False)
+            time.sleep(nap)
+            nap = min(2 * nap, self.nap_max)
+
+    def gather(self, part: dict) -> list:
+        return self.comm.allgather(part)   # inside the guard: a part that fails to pickle aborts
+
+    def bcast(self, value: Any) -> Any:
+        return self.comm.bcast(value, root=0)
+
+    def exchange(self, row: list) -> Any:
+        """Every rank's row of floats, once all have given theirs: a non-blocking allgather."""
+        import numpy as np
+
+        send = np.asarray(row, dtype=np.float64)
+        recv = np.empty((self.size, len(row)), dtype=np.float64)
+        return _Exchange(self.comm.Iallgather(send, recv), recv, send)
+
+    def protocol(self, parts: list) -> dict:
+        """Messages per rank by kind, waves, the termination latency (the last rank's last node to
+        the last rank's return) and the steal latency (a request to its answer, at the thief)."""
+        rows = [p["per_rank"] for p in parts]
+        return {"termination_seconds": max(r["returned"] for r in rows) - max(r["last_node"] for r in rows),
+                **{f"{kind}_per_rank": sum(r[f"sent_{kind}"] for r in rows) / len(rows)
+                   for kind in ("steal", "work", "control")},
+                "waves": rows[0]["waves"],
+                "steal_latency_mean": sum(r["steal_wait_seconds"] for r in rows)
+                / max(1, sum(r["steals_attempted"] for r in rows)),
+                "steal_latency_max": max(r["steal_wait_max"] for r in rows)}
+
+
+class _Exchange:
+    """A posted non-blocking allgather; ``wait`` returns its rows as lists."""
+
+    def __init__(self, request: Any, recv: Any, send: Any) -> None:
+        self.request, self.recv, self.send = request, recv, send
+
+    def test(self) -> bool:
+        return bool(self.request.Test())
+
+    def wait(self) -> list:
+        self.request.Wait()
+        return self.recv.tolist()

@@ -1,0 +1,25 @@
+"""What a victim gives a thief: a share of its open work, from its pool first, else its engine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# half: every other task of the pool, or every other open child of the engine's frames, shallowest
+# first (the victim keeps the rest in its pool); level: the shallowest depth of the pool, or every
+# remaining child of the engine's shallowest open frame; one: one task or child (YewPar's default).
+STEALS = ("half", "level", "one")
+
+
+def give(engine: Any, pool: Any, mode: str) -> list:
+    """Take the thief's share out of ``pool`` or ``engine`` (``mode``: one of ``STEALS``)."""
+    if len(pool):
+        return pool.steal(mode)
+    if not engine.active:
+        return []
+    if mode == "one":
+        return engine.split(False)
+    if mode == "level":
+        return engine.split(True)
+    tasks = engine.split(True, True)
+    pool.extend(tasks[1::2])
+    return tasks[0::2]
