@@ -7,6 +7,8 @@ together: their slowdown is what two busy processes cost each other on this mach
 
     python benchmarks/bench_mpi_speedup.py --repeat 5
     python benchmarks/bench_mpi_speedup.py --cases nqueens14 --skeleton stacksteal --chunked
+    python benchmarks/bench_mpi_speedup.py --cases uts-T3L uts-T1L --skeleton stacksteal --steal one
+    python benchmarks/bench_mpi_speedup.py --cases brock400_4 --skeleton ordered --extra "-d 2 --window 1"
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ def shared_dir() -> Path:
 def cases(shared: Path) -> dict[str, list[str]]:
     clique, knap = shared / "instances" / "clique", shared / "instances" / "knapsack"
     return {
+        "uts-T3L": ["uts", "--tree", "T3L"],
+        "uts-T1L": ["uts", "--tree", "T1L"],
         "nqueens14": ["nqueens", "14"],
         "nqueens15": ["nqueens", "15"],
         "brock400_4": ["maxclique", str(clique / "brock400_4.clq")],
@@ -80,12 +84,17 @@ def bench(args: list[str], repeat: int) -> dict:
 def report(table: dict[str, list[str]], opts: argparse.Namespace) -> None:
     """Bench the chosen cases of ``table`` (``opts``: repeat, cases, skeleton, chunked); one row each."""
     extra = ["--skeleton", opts.skeleton] + (["--chunked"] if opts.chunked else [])
+    extra += ["--steal", opts.steal] if opts.steal else []
+    extra += opts.extra.split()
+    print(f"# --skeleton {opts.skeleton}{' --chunked' if opts.chunked else ''}"
+          f"{' --steal ' + opts.steal if opts.steal else ''} {opts.extra}; medians of {opts.repeat}")
     print(f"{'case':22} {'t1 s':>8} {'t2 s':>8} {'nodes 1':>11} {'nodes 2':>11} {'speedup':>8} "
-          f"{'nodes/s x':>9} {'ceiling':>8}  answer / status")
+          f"{'nodes/s x':>9} {'ceiling':>8} {'of ceil':>7}  answer / status")
     for name in opts.cases or list(table):
         r = bench(table[name] + extra, opts.repeat)
         print(f"{name:22} {r['t1']:8.3f} {r['t2']:8.3f} {r['n1']:11.0f} {r['n2']:11.0f} "
-              f"{r['speedup']:8.2f} {r['rate_speedup']:9.2f} {r['ceiling']:8.2f}  "
+              f"{r['speedup']:8.2f} {r['rate_speedup']:9.2f} {r['ceiling']:8.2f} "
+              f"{r['speedup'] / r['ceiling']:7.2f}  "
               f"{','.join(r['answers'])} / {','.join(r['status'])}", flush=True)
 
 
@@ -95,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", nargs="*", help="subset of the case names")
     parser.add_argument("--skeleton", default="seq")
     parser.add_argument("--chunked", action="store_true")
+    parser.add_argument("--steal", default=None, help="half, level or one (default: the CLI's)")
+    parser.add_argument("--extra", default="", help="more yewpy flags, e.g. '-d 2 --window 4'")
     report(cases(shared_dir()), parser.parse_args(argv))
     return 0
 

@@ -1,0 +1,68 @@
+"""Run under mpiexec by test_mpi_stealing.py: every steal mode x coordination x kind on this job's ranks.
+
+Writes ``steal.<rank>.json``: for each case the answer (and, for enumerations, the node count) this
+rank got; ``--small`` runs the cases meant for 16-32 oversubscribed ranks.
+"""
+
+import json
+import os
+import random
+import sys
+
+from support import DepthHistogram
+from yewpy.apps.knapsack import read_knapsack
+from yewpy.apps.knapsack_python import KnapsackPy
+from yewpy.apps.maxclique import MaxClique
+from yewpy.apps.nqueens import NQueens
+
+STEALS = ["half", "level", "one"]
+COORDINATIONS = [("stacksteal", {}), ("depthbounded", {"spawn_depth": 2}), ("budget", {"backtracks": 50})]
+ORDERED = [("ordered", {"spawn_depth": 1, "window": 1}), ("ordered", {"spawn_depth": 2, "window": 3}),
+           ("ordered", {"spawn_depth": 1, "discrepancy": True})]
+
+
+def random_shape(rng, n):
+    shape = {}
+    for child in range(1, n):
+        shape.setdefault(rng.randrange(child), []).append(child)
+    return shape
+
+
+def cases(shared, small):
+    rng = random.Random(5)
+    shapes = [random_shape(rng, rng.randrange(50, 600)) for _ in range(3)]
+    graph = MaxClique.from_file(f"{shared}/clique/{'hamming6-4' if small else 'brock200_4'}.clq")
+    kp = read_knapsack(f"{shared}/knapsack/yewpar_kp/knapsackTest1.kp")
+    queens = 8 if small else 10
+    return shapes, graph, kp, queens
+
+
+def main(shared, small):
+    shapes, graph, kp, queens = cases(shared, small)
+    target = 4 if small else 17
+    out = {}
+    for steal in STEALS:
+        for name, params in COORDINATIONS:
+            params = {**params, "steal": steal}
+            key = f"{name}{json.dumps(params, sort_keys=True)}"
+            q = NQueens(queens).search(name, **params)
+            out[key + " nqueens"] = [q.value, q.nodes]
+            trees = [DepthHistogram(s).search(name, **params) for s in shapes]
+            out[key + " trees"] = [[list(map(list, t.value)), t.nodes] for t in trees]
+            out[key + " clique"] = graph.search(name, **params).objective
+            out[key + " clique=target"] = graph.search(name, decision=target, **params).found
+            out[key + " clique>target"] = graph.search(name, decision=target + 1, **params).found
+            python_kp = KnapsackPy(kp.profits, kp.weights, kp.capacity)
+            out[key + " knapsack_py"] = python_kp.search(name, **params).objective
+    for name, params in ORDERED:
+        key = f"{name}{json.dumps(params, sort_keys=True)}"
+        runs = [graph.search(name, **params) for _ in range(2)]
+        out[key + " clique"] = runs[0].objective
+        out[key + " replicable"] = runs[0].nodes == runs[1].nodes and runs[0].objective == runs[1].objective
+        out[key + " clique>target"] = graph.search(name, decision=target + 1, **params).found
+    with open(f"steal.{os.environ.get('PMI_RANK', '0')}.json", "w") as f:
+        json.dump(out, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], "--small" in sys.argv)

@@ -1,0 +1,63 @@
+"""Every steal mode x coordination x kind on 1-4 real ranks and on 16 and 32 oversubscribed ranks
+gives the sequential answer (enumeration node counts included); Ordered stays replicable."""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import steal_matrix
+
+from support import run_ranks
+
+
+def _run(ranks, instances, tmp_path, small):
+    script = Path(__file__).with_name("steal_matrix.py")
+    args = [sys.executable, str(script), str(instances)] + (["--small"] if small else [])
+    out = run_ranks(ranks, args, timeout=600, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    results = [json.loads((tmp_path / f"steal.{r}.json").read_text()) for r in range(ranks)]
+    assert all(r == results[0] for r in results)       # every rank returns the same answer
+    return results[0]
+
+
+def _sequential(instances, folder, small):
+    cwd = Path.cwd()
+    try:
+        os.chdir(folder)
+        steal_matrix.main(str(instances), small)
+    finally:
+        os.chdir(cwd)
+    return json.loads((folder / "steal.0.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def sequential(instances, tmp_path_factory):
+    """The same cases in one process without MPI: the reference answers."""
+    return {small: _sequential(instances, tmp_path_factory.mktemp(f"seq{small}"), small)
+            for small in (False, True)}
+
+
+def _check(matrix, expected):
+    assert matrix.keys() == expected.keys()
+    for key, value in expected.items():
+        assert matrix[key] == value, key
+    assert all(matrix[key] is True for key in matrix if key.endswith("replicable"))
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3, 4])
+def test_every_steal_mode_on_ranks(ranks, instances, tmp_path, sequential):
+    matrix = _run(ranks, instances, tmp_path, small=False)
+    _check(matrix, sequential[False])
+    assert sequential[False]['stacksteal{"steal": "half"} nqueens'] == [724, 35539]
+    assert sequential[False]['stacksteal{"steal": "one"} clique'] == 17
+    assert sequential[False]['budget{"backtracks": 50, "steal": "level"} knapsack_py'] == 6925
+
+
+@pytest.mark.parametrize("ranks", [16, 32])
+def test_every_steal_mode_on_oversubscribed_ranks(ranks, instances, tmp_path, sequential):
+    matrix = _run(ranks, instances, tmp_path, small=True)
+    _check(matrix, sequential[True])
+    assert sequential[True]['depthbounded{"spawn_depth": 2, "steal": "half"} nqueens'] == [92, 2057]
+    assert sequential[True]['stacksteal{"steal": "half"} clique'] == 4
