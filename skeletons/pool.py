@@ -51,9 +51,10 @@ class DepthPool:
         """Every task held, shallowest first (for a checkpoint; the pool keeps them)."""
         return [task for depth in sorted(self._levels) for task in self._levels[depth]]
 
-    def steal(self, mode: str) -> list:
+    def steal(self, mode: str, most: int = 0) -> list:
         """For a thief: ``one``, the oldest shallowest task; ``level``, that whole depth; ``half``,
-        every other task shallowest first (the thief gets the first, so at least one)."""
+        every other task shallowest first (the thief gets the first, so at least one), at most
+        ``most`` of them when ``most > 0``."""
         if not self._size:
             return []
         if mode == "one":
@@ -63,10 +64,21 @@ class DepthPool:
             tasks = list(self._levels.pop(depth))
             self._size -= len(tasks)
             return tasks
-        tasks = self.tasks()
-        self._levels, self._size = {}, 0
-        self.extend(tasks[1::2])
-        return tasks[0::2]
+        taken: list = []
+        take = True
+        for depth in sorted(self._levels):
+            level, kept = self._levels[depth], []
+            while level and not (0 < most <= len(taken)):
+                task = level.popleft()
+                (taken if take else kept).append(task)
+                take = not take
+            level.extendleft(reversed(kept))
+            if not level:
+                del self._levels[depth]
+            if 0 < most <= len(taken):
+                break
+        self._size -= len(taken)
+        return taken
 
 
 class DequePool:
@@ -94,9 +106,12 @@ class DequePool:
     def pop_steal(self) -> Any:
         return self._tasks.popleft()
 
-    def steal(self, mode: str) -> list:
-        """For a thief: ``one``, the oldest task; ``level`` or ``half``, the older half."""
+    def steal(self, mode: str, most: int = 0) -> list:
+        """For a thief: ``one``, the oldest task; ``level`` or ``half``, the older half (at most
+        ``most`` tasks for ``half`` when ``most > 0``)."""
         count = 1 if mode == "one" else max(1, len(self._tasks) // 2)
+        if mode == "half" and most > 0:
+            count = min(count, most)
         return [self._tasks.popleft() for _ in range(min(count, len(self._tasks)))]
 
 

@@ -76,3 +76,16 @@ def test_compiled_core_matches_python_twin(tut_core, namespace):
             assert compiled.nodes == python.nodes, (n, coordination, params)
             assert compiled.metrics["nodes"] == python.metrics["nodes"], (n, coordination, params)
     assert tut_core.NoAdjacentOnesCore(20).search().value == 17711
+
+
+def test_a_core_written_against_the_old_cimport_still_builds(tmp_path):
+    """``from yewpy._engine cimport ...`` (before yewpy.core was the public contract) still works."""
+    cython = "\n".join(blocks("cython"))
+    assert "from yewpy.core cimport" in cython
+    old = cython.replace("from yewpy.core cimport", "from yewpy._engine cimport")
+    (tmp_path / "tut_core.pyx").write_text(old)
+    done = subprocess.run([sys.executable, "-c", BUILD], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    check = "import tut_core; print(tut_core.NoAdjacentOnesCore(20).search().value)"
+    out = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, capture_output=True, text=True)
+    assert out.stdout.strip() == "17711", out.stderr

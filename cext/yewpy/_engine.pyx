@@ -396,11 +396,13 @@ cdef class Engine:
 
     # -- giving work away ------------------------------------------------------------------
 
-    def split(self, bint whole_level=True, bint all_levels=False):
+    def split(self, bint whole_level=True, bint all_levels=False, Py_ssize_t limit=0):
         """Take unexplored children off the shallowest open frame(s) as tasks.
 
         One child (``whole_level=False``), every remaining child of the shallowest open frame
-        (``whole_level=True``), or of every open frame (``all_levels=True``).  The children are
+        (``whole_level=True``), or of every open frame (``all_levels=True``), shallowest first;
+        with ``limit > 0``, no deeper frame once ``limit`` tasks are taken (a stack thousands of
+        frames deep is not emptied for one thief; frames are always taken whole).  The children are
         accounted here, as the victim's generator yields them; the thief accounts only their
         descendants.  Returns a list of ``(depth, node)`` tasks, shallowest first.
         """
@@ -435,7 +437,7 @@ cdef class Engine:
                         return tasks
                 else:
                     self._backtrack(a)
-            if tasks and not all_levels:
+            if tasks and (not all_levels or 0 < limit <= len(tasks)):
                 return tasks
         return tasks
 

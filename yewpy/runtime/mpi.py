@@ -36,7 +36,8 @@ from yewpy.runtime.tree import SpanningTree
 # seconds of search between two looks at the network (YEWPY_SLICE_TARGET overrides it, for experiments)
 SLICE_TARGET = float(os.environ.get("YEWPY_SLICE_TARGET", "100e-6"))
 SLICE_FIRST, SLICE_MIN, SLICE_MAX = 64, 1, 1 << 22
-NAP_MIN = 20e-6                     # an idle rank's nap, doubling while nothing happens ...
+NAP_MIN = 20e-6                     # an idle rank's nap (Linux adds its 50 us timer slack), doubling
+                                    # while nothing happens and no answer is awaited ...
 NAP_MAX, NAP_MAX_CROWDED = 1e-3, 4e-3   # ... up to this (more when ranks outnumber cores)
 BACKOFF_START, BACKOFF_CAP = 100e-6, 0.02   # after log2 P + 1 failed steals, wait, doubling
 STEAL, WORK, NOWORK, INCUMBENT, STOP, WAVE, ECHO, CHECKPOINT, PARTS, RESUME, PROGRESS = range(1, 12)
@@ -97,9 +98,9 @@ class MPITransport:
         self.tree = SpanningTree(self.rank, self.size)
         local = comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         self.victims = Victims(self.rank, self.size, local.allgather(self.rank))
-        crowded = local.Get_size() > (os.cpu_count() or 1)
+        self.crowded = local.Get_size() > len(os.sched_getaffinity(0))   # ranks share cores
         local.Free()
-        self.nap_max = NAP_MAX_CROWDED if crowded else NAP_MAX
+        self.nap_max = NAP_MAX_CROWDED if self.crowded else NAP_MAX
         self.free_tries = self.size.bit_length()     # failed steals before backing off: log2 P + 1
         self.slice_nodes, self.slice_seconds = SLICE_FIRST, 0
         self.last_poll, self.last_nodes = time.perf_counter(), 0
@@ -159,7 +160,9 @@ class MPITransport:
         got = False
         while True:
             message = comm.improbe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=self.status)
-            if message is None:
+            if message is None and not got:     # MPICH matches a message that has just arrived
+                message = comm.improbe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=self.status)
+            if message is None:                 # only on the probe after the one that pulled it in
                 break
             got = True
             source, tag = self.status.Get_source(), self.status.Get_tag()
@@ -291,7 +294,10 @@ class MPITransport:
                 self.stats["steals_sent"] += 1
                 self.send(self.victims.choose(), STEAL)
                 got = True
-            nap = NAP_MIN if got else min(2 * nap, self.nap_max)
+            if self.waiting and not self.crowded:
+                os.sched_yield()                # the answer comes within a victim's slice: a nap
+                continue                        # (>= 70 us here) would double the latency
+            nap = NAP_MIN if got or self.waiting else min(2 * nap, self.nap_max)
             time.sleep(nap)
 
     # -- termination -------------------------------------------------------------------------
