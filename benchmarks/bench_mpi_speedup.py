@@ -8,7 +8,7 @@ together: their slowdown is what two busy processes cost each other on this mach
     python benchmarks/bench_mpi_speedup.py --repeat 5
     python benchmarks/bench_mpi_speedup.py --cases nqueens14 --skeleton stacksteal --chunked
     python benchmarks/bench_mpi_speedup.py --cases uts-T3L uts-T1L --skeleton stacksteal --steal one
-    python benchmarks/bench_mpi_speedup.py --cases brock400_4 --skeleton ordered --extra "-d 2 --window 1"
+    python benchmarks/bench_mpi_speedup.py --cases p_hat300-3 --skeleton ordered --extra "-d 1 --window 1"
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ def cases(shared: Path) -> dict[str, list[str]]:
         "brock400_4": ["maxclique", str(clique / "brock400_4.clq")],
         "brock400_4-dec33": ["maxclique", str(clique / "brock400_4.clq"), "--decision", "33"],
         "brock200_1-dec22": ["maxclique", str(clique / "brock200_1.clq"), "--decision", "22"],
+        "p_hat300-3": ["maxclique", str(clique / "p_hat300-3.clq")],
+        "p_hat700-2": ["maxclique", str(clique / "p_hat700-2.clq.gz")],
         "knapPI_3_2000-20s": ["knapsack", str(knap / "large_scale" / "knapPI_3_2000_1000_1"),
                               "--time-limit", "20"],
         "knapsackTest1-python": ["knapsack", str(knap / "yewpar_kp" / "knapsackTest1.kp"), "--python"],

@@ -27,7 +27,7 @@ class Ordered(Coordination):
 
     spawn_depth: int = 1
     discrepancy: bool = False
-    window: int = 2
+    window: int = 4
     name = "ordered"
     resumable = False
 

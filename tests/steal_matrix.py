@@ -9,6 +9,8 @@ import os
 import random
 import sys
 
+from mpi_matrix import random_shape
+
 from support import DepthHistogram
 from yewpy.apps.knapsack import read_knapsack
 from yewpy.apps.knapsack_python import KnapsackPy
@@ -19,13 +21,6 @@ STEALS = ["half", "level", "one"]
 COORDINATIONS = [("stacksteal", {}), ("depthbounded", {"spawn_depth": 2}), ("budget", {"backtracks": 50})]
 ORDERED = [("ordered", {"spawn_depth": 1, "window": 1}), ("ordered", {"spawn_depth": 2, "window": 3}),
            ("ordered", {"spawn_depth": 1, "discrepancy": True})]
-
-
-def random_shape(rng, n):
-    shape = {}
-    for child in range(1, n):
-        shape.setdefault(rng.randrange(child), []).append(child)
-    return shape
 
 
 def cases(shared, small):

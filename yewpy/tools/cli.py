@@ -33,7 +33,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
                    help="over MPI, what a victim gives a thief: half its open work (default), its "
                    "shallowest level, or one task")
     g.add_argument("--window", type=int, default=None, metavar="W",
-                   help="ordered: rounds a rank may run ahead of the slowest (default 2)")
+                   help="ordered: rounds a rank may run ahead of the slowest (default 4)")
     g.add_argument("--discrepancy", "--discrepancyOrder", dest="discrepancy", action="store_true",
                    help="ordered: priority by discrepancy count instead of left-to-right index")
     g.add_argument("--decision", type=int, default=None, metavar="K", help="decision search for target K")

@@ -32,7 +32,8 @@ SKELETONS = ("depthbounded", "stacksteal", "budget", "ordered")
 DEFAULT_PARAMETERS = {"depthbounded": "-d 2"}
 # flags the harness sets itself, so APP ARGS must not
 OWN_FLAGS = ("--skeleton", "--json", "-d", "--spawn-depth", "-b", "--backtrack-budget", "--spawn-all",
-             "--chunked", "--discrepancy", "--discrepancyOrder", "--pool", "--poolType")
+             "--chunked", "--steal", "--window", "--discrepancy", "--discrepancyOrder", "--pool",
+             "--poolType")
 EXIT_FAILED, EXIT_MISMATCH = 1, 3
 
 
