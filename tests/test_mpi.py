@@ -185,3 +185,62 @@ def test_sigterm_to_mpiexec_ends_every_rank():
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=30)
     assert proc.returncode != 0
+
+
+def _mpmd(parts: list[tuple[int, list[str]]], timeout: float = 60):
+    import subprocess
+
+    from support import mpiexec
+
+    command = [mpiexec()]
+    for k, (count, args) in enumerate(parts):
+        command += ([":"] if k else []) + ["-n", str(count), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("layout", [(1, 1), (2, 1), (1, 3), (3, 1)])
+def test_input_failing_on_some_ranks_ends_every_rank_with_one_message(layout, instances):
+    good = [*yewpy_cmd(), "maxclique", str(instances / "clique" / "brock200_4.clq")]
+    bad = [*yewpy_cmd(), "maxclique", "/nonexistent/g.clq"]
+    before, failing = layout                        # ranks with the file, then ranks without it
+    out = _mpmd([(before, good), (failing, bad)])
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("yewpy: error:") == 1, out.stderr
+    assert "yewpy: error: /nonexistent/g.clq: cannot read" in out.stderr and "Traceback" not in out.stderr
+    assert out.stdout == ""
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_an_input_error_on_every_rank_is_printed_once(ranks):
+    out = run_ranks(ranks, [*yewpy_cmd(), "maxclique", "/nonexistent/g.clq"], timeout=60)
+    assert out.returncode == 2 and out.stderr.count("yewpy: error:") == 1, out.stderr
+
+
+UNPICKLABLE = textwrap.dedent("""
+    import os
+    import threading
+    import yewpy
+
+    class Locked(yewpy.Enumeration):
+        def __init__(self):
+            self.lock = threading.Lock()      # no pickle: no checkpoint fingerprint
+        def root(self):
+            return 0
+        def children(self, node):
+            return iter(range(node + 1, 4))
+
+    try:
+        Locked().search(checkpoint="x.ckpt")
+    except yewpy.UsageError as error:
+        print(f"rank {os.environ['PMI_RANK']}: {error}")
+""")
+
+
+def test_a_problem_that_cannot_be_fingerprinted_fails_on_every_rank(tmp_path):
+    script = tmp_path / "locked.py"
+    script.write_text(UNPICKLABLE)
+    out = run_ranks(2, [sys.executable, str(script)], timeout=60, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = sorted(out.stdout.splitlines())
+    assert [line.split(":")[0] for line in lines] == ["rank 0", "rank 1"]
+    assert all("needs a picklable problem" in line for line in lines)

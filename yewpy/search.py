@@ -12,7 +12,7 @@ from yewpy.operations.session import Session
 from yewpy.result import Result
 from yewpy.runtime.local import LocalTransport
 from yewpy.runtime.loop import run_search
-from yewpy.runtime.ranks import world
+from yewpy.runtime.ranks import agree, world
 from yewpy.skeletons import coordination as make_coordination
 
 
@@ -47,23 +47,32 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
     checkpoint of this same problem to continue from, with any number of ranks); ``progress``
     (seconds between progress lines on stderr); ``profile`` (a JSON file for ``yewpy report``).
     """
-    core = core_of(problem)
-    coord = make_coordination(coordination, **coordination_params)
-    coord.check(core.kind)
-    if prune_level is None:
-        prune_level = bool(getattr(problem, "prune_level", False))
     start = time.perf_counter()
-    options = dict(max_depth=max_depth, prune_level=prune_level, target=target,
-                   initial_bound=initial_bound, node_limit=node_limit,
-                   deadline=None if time_limit is None else monotonic() + time_limit)
-    options.update(coord.engine_options())
     comm = world() if comm is None else comm
     rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
-    if not coord.resumable and (checkpoint or resume):
-        raise UsageError(f"checkpoint and resume do not apply to {coord.name}: its replicable rounds "
-                         "start at the root")
-    session = Session(problem, core, options, start, rank=rank, size=size, checkpoint=checkpoint,
-                      checkpoint_every=checkpoint_every, resume=resume, progress=progress, profile=profile)
+    try:
+        core = core_of(problem)
+        coord = make_coordination(coordination, **coordination_params)
+        coord.check(core.kind)
+        if not coord.resumable and (checkpoint or resume):
+            raise UsageError(f"checkpoint and resume do not apply to {coord.name}: its replicable rounds "
+                             "start at the root")
+        if prune_level is None:
+            prune_level = bool(getattr(problem, "prune_level", False))
+        options = dict(max_depth=max_depth, prune_level=prune_level, target=target,
+                       initial_bound=initial_bound, node_limit=node_limit,
+                       deadline=None if time_limit is None else monotonic() + time_limit)
+        options.update(coord.engine_options())
+        session = Session(problem, core, options, start, rank=rank, size=size, checkpoint=checkpoint,
+                          checkpoint_every=checkpoint_every, resume=resume, progress=progress,
+                          profile=profile)
+        failure = None
+    except Exception as exc:
+        if size == 1:
+            raise
+        failure = exc                            # every rank must hear of it, or they would wait
+    if size > 1:
+        agree(comm, failure)                    # raises the first failing rank's error everywhere
     if size > 1:
         from yewpy.runtime.mpi import MPITransport
 

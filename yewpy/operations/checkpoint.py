@@ -18,7 +18,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from yewpy.errors import InputError
+from yewpy.errors import InputError, UsageError
 from yewpy.operations.atomic import write_atomic
 
 MAGIC = b"yewpy-checkpoint 1\n"
@@ -30,7 +30,11 @@ def fingerprint(problem: Any, kind: str, max_depth: Any, target: Any) -> str:
     import cloudpickle
 
     own = getattr(problem, "fingerprint", None)
-    body = own() if callable(own) else cloudpickle.dumps(problem, protocol=4)
+    try:
+        body = own() if callable(own) else cloudpickle.dumps(problem, protocol=4)
+    except Exception as exc:
+        raise UsageError(f"a checkpoint needs a picklable problem or a fingerprint() method: "
+                         f"{type(problem).__name__} cannot be pickled ({exc})") from exc
     if isinstance(body, str):
         body = body.encode()
     digest = hashlib.sha256(body)

@@ -30,6 +30,7 @@ from typing import Any
 from yewpy.errors import InputError
 from yewpy.operations.session import Session
 from yewpy.runtime import taskpack
+from yewpy.runtime.ranks import agree
 from yewpy.runtime.share import give
 from yewpy.runtime.tree import SpanningTree
 
@@ -401,13 +402,10 @@ class MPITransport:
         """Every rank reads the checkpoint to resume; if any cannot, every rank raises the same error."""
         try:
             session.load()
-            mine = None
+            failure = None
         except InputError as exc:
-            mine = exc
-        errors = self.comm.allgather(None if mine is None else (mine.path, mine.line, mine.message))
-        first = next((e for e in errors if e is not None), None)
-        if first is not None:
-            raise mine if mine is not None else InputError(*first)
+            failure = exc
+        agree(self.comm, failure)
 
     def conclude(self, engine: Any, pool: Any, status: str) -> str:
         """End the search everywhere (a witness or a limit found here stops every rank), deliver

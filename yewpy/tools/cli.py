@@ -126,6 +126,26 @@ def report(app: str, args: argparse.Namespace, result: Result, lines: list[str])
     return "\n".join(text)
 
 
+def _agree_failure(exc: BaseException) -> None:
+    """A rank that fails before its search started tells the others, which wait for it in
+    ``search()``; they all raise the first failing rank's error (``ranks.agree``)."""
+    from yewpy.runtime.ranks import agree, joined, world
+
+    comm = world()
+    if comm is not None and comm.Get_size() > 1 and not joined(comm) and not getattr(exc, "agreed", False):
+        agree(comm, exc)
+
+
+def _reports(exc: BaseException) -> bool:
+    """An error the ranks agreed on is printed by rank 0 alone; any other by the rank that hit it."""
+    if not getattr(exc, "agreed", False):
+        return True
+    from yewpy.runtime.ranks import world
+
+    comm = world()
+    return comm is None or comm.Get_rank() == 0
+
+
 def _terminate(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
@@ -142,11 +162,16 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     module = importlib.import_module(f"yewpy.apps.{APPS[args.app]}")
     try:
-        if args.decision is not None and args.app != "maxclique":
-            raise UsageError(f"--decision applies to maxclique, not {args.app}")
-        result, lines = module.solve(args, **search_params(args))
+        try:
+            if args.decision is not None and args.app != "maxclique":
+                raise UsageError(f"--decision applies to maxclique, not {args.app}")
+            result, lines = module.solve(args, **search_params(args))
+        except (InputError, UsageError, NotImplementedError) as exc:
+            _agree_failure(exc)                 # the other ranks hear of it, then it is raised again
+            raise
     except (InputError, UsageError, NotImplementedError) as exc:
-        print(f"yewpy: error: {exc}", file=sys.stderr)
+        if _reports(exc):
+            print(f"yewpy: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("yewpy: interrupted", file=sys.stderr)
