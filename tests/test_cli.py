@@ -107,3 +107,21 @@ def test_metrics_table_has_a_row_per_rank_and_a_total():
     lines = out.stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["rank", "nodes"])
     assert lines[header + 1].split()[:2] == ["0", "8394"] and lines[header + 2].split()[:2] == ["all", "8394"]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--skeleton", "ordered", "--window", "0"], "--window must be at least 1"),
+    (["--skeleton", "stacksteal", "--window", "2"], "--window applies to ordered"),
+    (["--skeleton", "ordered", "--steal", "one"], "--steal does not apply to ordered"),
+    (["--skeleton", "stacksteal", "--chunked", "--steal", "one"], "contradicts steal='one'"),
+])
+def test_steal_and_window_flags_are_checked(instances, flags, message):
+    out = run("maxclique", instances / "clique" / "brock200_2.clq", *flags)
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("flags", [["--steal", "one"], ["--steal", "level"], ["--skeleton", "ordered",
+                                                                                 "--window", "3"]])
+def test_steal_and_window_flags_search_exactly(instances, flags):
+    out = run("maxclique", instances / "clique" / "brock200_2.clq", "--json", *flags)
+    assert out.returncode == 0 and json.loads(out.stdout)["objective"] == 12, out.stderr

@@ -77,6 +77,8 @@ def search_params(args: argparse.Namespace) -> dict:
         params["spawn_depth"] = 1 if args.spawn_depth is None else args.spawn_depth
         params["discrepancy"] = args.discrepancy
         if args.window is not None:
+            if args.window < 1:
+                raise UsageError(f"--window must be at least 1, got {args.window}")
             params["window"] = args.window
     elif args.spawn_depth is not None:
         raise UsageError(f"-d/--spawn-depth applies to depthbounded and ordered, not {args.skeleton}")
@@ -87,6 +89,8 @@ def search_params(args: argparse.Namespace) -> dict:
     if args.steal is not None:
         if args.skeleton == "ordered":
             raise UsageError("--steal does not apply to ordered: it does not steal")
+        if args.chunked and args.steal != "level":
+            raise UsageError(f"--chunked is --steal level; it contradicts steal={args.steal!r}")
         params["steal"] = args.steal
     if args.skeleton == "budget":
         params["backtracks"] = args.backtrack_budget or 100_000
