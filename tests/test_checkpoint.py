@@ -7,6 +7,7 @@ import json
 import random
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -207,3 +208,72 @@ def test_the_cli_refuses_a_damaged_checkpoint_on_every_rank(tmp_path, ranks):
     out = run_ranks(ranks, [*yewpy_cmd(), "nqueens", "9", "--resume", str(path)], timeout=60)
     assert out.returncode == 2 and f"yewpy: error: {path}:3: checkpoint is truncated" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+@pytest.mark.parametrize("where", ["missing/q.ckpt", "afile/q.ckpt", "."])
+def test_an_unwritable_checkpoint_path_is_refused_before_the_search(tmp_path, ranks, where):
+    (tmp_path / "afile").write_text("a file, not a folder")
+    target = tmp_path / where
+    out = run_ranks(ranks, [*yewpy_cmd(), "nqueens", "9", "--checkpoint", str(target)], timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("yewpy: error: cannot write the checkpoint") == 1, out.stderr
+    assert "Traceback" not in out.stderr and out.stdout == ""
+
+
+def _failing_writes(monkeypatch, fail):
+    """checkpoint.write raises ENOSPC on the calls whose numbers (from 1) are in ``fail``."""
+    import errno
+
+    real, calls = checkpoint.write, []
+
+    def write(*args, **kwargs):
+        calls.append(1)
+        if len(calls) in fail:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(checkpoint, "write", write)
+    return calls
+
+
+def test_a_failed_periodic_write_keeps_searching_and_the_last_checkpoint(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "q.ckpt"
+    calls = _failing_writes(monkeypatch, fail={2, 3})
+    result = NQueens(14).search(checkpoint=str(path), checkpoint_every=0.001)
+    assert result.value == 365596 and result.nodes == 27358553 and len(calls) >= 4
+    assert "checkpoint_error" not in result.metrics             # the final write succeeded
+    assert "No space left on device; the last one written is kept" in capsys.readouterr().err
+    assert _header(path)["status"] == "exhausted"
+
+
+def test_a_failed_final_write_still_gives_the_answer(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "q.ckpt"
+    _failing_writes(monkeypatch, fail=set(range(1, 100)))
+    result = NQueens(10).search(checkpoint=str(path))
+    assert result.value == 724 and "No space left" in result.metrics["checkpoint_error"]
+    assert not path.exists() and "yewpy: warning: checkpoint" in capsys.readouterr().err
+
+
+FULL_DISK = """
+import errno, sys
+from yewpy.operations import checkpoint
+from yewpy.apps.nqueens import NQueens
+real, calls = checkpoint.write, []
+def write(*args, **kwargs):
+    calls.append(1)
+    if len(calls) % 2 == 0:
+        raise OSError(errno.ENOSPC, "No space left on device")
+    return real(*args, **kwargs)
+checkpoint.write = write
+result = NQueens(13).search("stacksteal", checkpoint=sys.argv[1], checkpoint_every=0.002)
+print(result.value, result.nodes, result.metrics.get("checkpoint_error"))
+"""
+
+
+def test_a_full_disk_on_rank_0_does_not_end_a_run_on_ranks(tmp_path):
+    script = tmp_path / "full.py"
+    script.write_text(FULL_DISK)
+    out = run_ranks(2, [sys.executable, str(script), str(tmp_path / "q.ckpt")], timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0].split()[:2] == ["73712", "4674890"]

@@ -33,3 +33,19 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
             os.close(dir_fd)
     except OSError:                              # some file systems cannot fsync a folder
         pass
+
+
+def check_writable(path: str | Path, what: str) -> str | None:
+    """Why ``write_atomic(path, ...)`` would fail now (no folder, no permission, a folder in the
+    way), or None: checked before a long search, not after it."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        return f"cannot write the {what} {path}: it is a folder"
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".check", dir=folder)
+    except OSError as exc:
+        return f"cannot write the {what} {path}: {exc.strerror or exc}"
+    os.close(fd)
+    os.unlink(tmp)
+    return None

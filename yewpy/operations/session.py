@@ -18,6 +18,7 @@ from yewpy._engine import Engine
 from yewpy.core import ENUMERATION, Core
 from yewpy.errors import UsageError
 from yewpy.operations import checkpoint as ckpt
+from yewpy.operations.atomic import check_writable
 from yewpy.operations.profile import Profile
 from yewpy.result import FINISHED
 from yewpy.runtime.parts import KIND_NAMES, counters_of, merge_parts, summary
@@ -52,6 +53,11 @@ class Session:
         self.next_progress = start + progress if progress else float("inf")
         self.last_progress = (start, 0)
         self.fingerprint = None                 # needed to check a resume, and by rank 0 to write
+        self.write_error: str | None = None     # why the last checkpoint write failed, if it did
+        for path, what in ((checkpoint, "checkpoint"), (profile, "profile")):
+            problem_with = path is not None and rank == 0 and check_writable(path, what)
+            if problem_with:
+                raise UsageError(problem_with)
         if resume or (checkpoint and rank == 0):
             self.fingerprint = ckpt.fingerprint(problem, KIND_NAMES[core.kind], options.get("max_depth"),
                                                 options.get("target"))
@@ -133,8 +139,15 @@ class Session:
                   "status": status, "ranks": self.size, "nodes": prior["nodes"], "tasks": len(tasks),
                   "incumbent": prior["witness_objective"], "seconds": time.perf_counter() - self.start,
                   "written": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        ckpt.write(self.checkpoint_path, header, prior, tasks)
         self.next_checkpoint = (time.perf_counter() + self.every) if self.every else float("inf")
+        try:
+            ckpt.write(self.checkpoint_path, header, prior, tasks)
+        except OSError as exc:                  # disk full, folder gone: search on, keep the last one
+            self.write_error = f"checkpoint {self.checkpoint_path} not written: {exc.strerror or exc}"
+            sys.stderr.write(f"yewpy: warning: {self.write_error}; the last one written is kept\n")
+            sys.stderr.flush()
+        else:
+            self.write_error = None
 
     def finish(self, parts: list, result: Any, coord: Any) -> None:
         """Rank 0, at the end: the final checkpoint (complete, or with the work left) and the profile."""
@@ -142,6 +155,8 @@ class Session:
             return
         if self.checkpoint_path is not None:
             self.write_checkpoint(parts, result.status)
+            if self.write_error is not None:
+                result.metrics["checkpoint_error"] = self.write_error
         if self.profile_path is not None:
             from yewpy.operations import profile
 
@@ -149,8 +164,12 @@ class Session:
             about = {"problem": type(self.problem).__qualname__, "kind": result.kind,
                      "coordination": repr(coord), "ranks": self.size, "status": result.status,
                      "nodes": result.nodes, "seconds": result.seconds}
-            profile.write(self.profile_path, [p["profile"] for p in parts], result.metrics["per_rank"],
-                          depth, about)
+            try:
+                profile.write(self.profile_path, [p["profile"] for p in parts], result.metrics["per_rank"],
+                              depth, about)
+            except OSError as exc:              # the answer matters more than its profile
+                sys.stderr.write(f"yewpy: warning: profile {self.profile_path} not written: "
+                                 f"{exc.strerror or exc}\n")
 
     # -- progress ------------------------------------------------------------------------
 
