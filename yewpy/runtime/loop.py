@@ -80,19 +80,20 @@ def run_search(problem: Any, core: Any, coord: Any, options: dict, transport: An
         engine = Engine(core, **options)
         session.adopt(engine)
         pool = coord.make_pool()
-        with session.signals():
+        with session.signals():                 # until the final checkpoint is written: a second
             status = coord.run(engine, transport, pool, session.first_tasks(), session.profile)
-            status = transport.conclude(engine, pool, status)
-        if status == "stopped" and session.interrupted is not None:
-            status = "interrupted"
-        part = session.final_part(engine, pool, status)
-        part["per_rank"] = rank_metrics(transport.rank, part, time.perf_counter() - begun, transport.stats)
-        parts = transport.gather(part)
-        result = build_result(problem, core, [*parts, *session.prior_parts()], time.perf_counter() - begun,
-                              initial, ranks=transport.size)
-        result.metrics["startup_seconds"] = begun - start    # waiting for the last rank to join
-        result.metrics["per_rank"] = [p["per_rank"] for p in parts]
-        if transport.size > 1:
-            result.metrics["protocol"] = transport.protocol(parts)
-        session.finish(parts, result, coord)
+            status = transport.conclude(engine, pool, status)   # Ctrl-C must not cut it short
+            if status == "stopped" and session.interrupted is not None:
+                status = "interrupted"
+            part = session.final_part(engine, pool, status)
+            seconds = time.perf_counter() - begun
+            part["per_rank"] = rank_metrics(transport.rank, part, seconds, transport.stats)
+            parts = transport.gather(part)
+            result = build_result(problem, core, [*parts, *session.prior_parts()],
+                                  time.perf_counter() - begun, initial, ranks=transport.size)
+            result.metrics["startup_seconds"] = begun - start    # waiting for the last rank to join
+            result.metrics["per_rank"] = [p["per_rank"] for p in parts]
+            if transport.size > 1:
+                result.metrics["protocol"] = transport.protocol(parts)
+            session.finish(parts, result, coord)
     return result
