@@ -35,7 +35,9 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
     """Search ``problem`` and return a :class:`Result`.
 
     ``coordination``: ``"seq"`` (default), ``"depthbounded"`` (``spawn_depth=``), ``"budget"``
-    (``backtracks=``, ``spawn_all=``), or a coordination object.  ``target``: what a decision
+    (``backtracks=``, ``spawn_all=``), ``"stacksteal"`` (``chunked=``), ``"ordered"``
+    (``spawn_depth=``, ``discrepancy=``, ``window=``), or a coordination object; all but ordered
+    take ``steal="half"|"level"|"one"``, what a victim gives a thief over MPI.  ``target``: what a decision
     search looks for.  ``initial_bound`` (with optional ``initial_solution``) seeds an
     optimisation's incumbent.  ``prune_level``: after one child fails its bound, skip its later
     siblings (default: the problem's ``prune_level`` attribute).  ``max_depth``: nodes at depth
@@ -72,10 +74,9 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
             raise
         failure = exc                            # every rank must hear of it, or they would wait
     if size > 1:
-        agree(comm, failure)                    # raises the first failing rank's error everywhere
-    if size > 1:
         from yewpy.runtime.mpi import MPITransport
 
+        agree(comm, failure)                    # raises the first failing rank's error everywhere
         transport = MPITransport(comm, session, steal=coord.steal_mode)
     else:
         transport = LocalTransport(session)

@@ -467,5 +467,6 @@ class _Exchange:
         return bool(self.request.Test())
 
     def wait(self) -> list:
-        self.request.Wait()
+        while not self.request.Test():          # polled, so SIGTERM and Ctrl-C still reach Python
+            time.sleep(NAP_MIN)
         return self.recv.tolist()
