@@ -110,7 +110,7 @@ def test_metrics_table_has_a_row_per_rank_and_a_total():
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--skeleton", "ordered", "--window", "0"], "--window must be at least 1"),
+    (["--skeleton", "ordered", "--window", "0"], "--window must be between 1 and"),
     (["--skeleton", "stacksteal", "--window", "2"], "--window applies to ordered"),
     (["--skeleton", "ordered", "--steal", "one"], "--steal does not apply to ordered"),
     (["--skeleton", "stacksteal", "--chunked", "--steal", "one"], "contradicts steal='one'"),
@@ -125,3 +125,23 @@ def test_steal_and_window_flags_are_checked(instances, flags, message):
 def test_steal_and_window_flags_search_exactly(instances, flags):
     out = run("maxclique", instances / "clique" / "brock200_2.clq", "--json", *flags)
     assert out.returncode == 0 and json.loads(out.stdout)["objective"] == 12, out.stderr
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--skeleton", "depthbounded", "-d", "-1"], "-d/--spawn-depth must be between 0 and"),
+    (["--skeleton", "ordered", "-d", "0"], "-d/--spawn-depth must be between 1 and"),
+    (["--skeleton", "depthbounded", "-d", str(2 ** 31)], "-d/--spawn-depth must be between 0 and 2147483647"),
+    (["--skeleton", "budget", "-b", "0"], "-b/--backtrack-budget must be between 1 and"),
+    (["--skeleton", "budget", "-b", "-1"], "-b/--backtrack-budget must be between 1 and"),
+    (["--node-limit", "-1"], "--node-limit must be between 1 and"),
+    (["--node-limit", str(2 ** 63)], "--node-limit must be between 1 and"),
+    (["--time-limit", "nan"], "--time-limit must be a positive number of seconds, got nan"),
+    (["--time-limit", "0"], "--time-limit must be a positive number"),
+    (["--progress-every", "nan"], "--progress-every must be a positive number"),
+    (["--checkpoint", "x.ckpt", "--checkpoint-every", "inf"], "--checkpoint-every must be a positive number"),
+])
+def test_numeric_flags_out_of_range_are_one_line_errors(tmp_path, instances, flags, message):
+    out = subprocess.run([*yewpy_cmd(), "maxclique", str(instances / "clique" / "brock200_2.clq"), *flags],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 2 and f"yewpy: error: {message}" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and not (tmp_path / "x.ckpt").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import os
 import signal
 import sys
@@ -68,8 +69,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+INT32, INT64 = 2 ** 31 - 1, 2 ** 63 - 1       # what the engine's C counters hold
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    """Every numeric search flag in the range the engine can hold, and every duration finite and
+    positive: out of range is an error, never silently another value."""
+    ordered = args.skeleton == "ordered"
+    for flag, value, low, high in (("-d/--spawn-depth", args.spawn_depth, 1 if ordered else 0, INT32),
+                                   ("-b/--backtrack-budget", args.backtrack_budget, 1, INT64),
+                                   ("--node-limit", args.node_limit, 1, INT64),
+                                   ("--window", args.window, 1, INT32)):
+        if value is not None and not low <= value <= high:
+            raise UsageError(f"{flag} must be between {low} and {high}, got {value}")
+    for flag, seconds in (("--time-limit", args.time_limit), ("--checkpoint-every", args.checkpoint_every),
+                          ("--progress-every", args.progress_every)):
+        if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
+            raise UsageError(f"{flag} must be a positive number of seconds, got {seconds}")
+
+
 def search_params(args: argparse.Namespace) -> dict:
     """The ``search()`` keyword arguments the flags ask for."""
+    _check_numbers(args)
     params: dict[str, Any] = {"coordination": args.skeleton}
     if args.skeleton == "depthbounded":
         params["spawn_depth"] = args.spawn_depth or 0
@@ -77,8 +98,6 @@ def search_params(args: argparse.Namespace) -> dict:
         params["spawn_depth"] = 1 if args.spawn_depth is None else args.spawn_depth
         params["discrepancy"] = args.discrepancy
         if args.window is not None:
-            if args.window < 1:
-                raise UsageError(f"--window must be at least 1, got {args.window}")
             params["window"] = args.window
     elif args.spawn_depth is not None:
         raise UsageError(f"-d/--spawn-depth applies to depthbounded and ordered, not {args.skeleton}")
@@ -93,7 +112,7 @@ def search_params(args: argparse.Namespace) -> dict:
             raise UsageError(f"--chunked is --steal level; it contradicts steal={args.steal!r}")
         params["steal"] = args.steal
     if args.skeleton == "budget":
-        params["backtracks"] = args.backtrack_budget or 100_000
+        params["backtracks"] = 100_000 if args.backtrack_budget is None else args.backtrack_budget
         params["spawn_all"] = args.spawn_all
     elif args.backtrack_budget is not None or args.spawn_all:
         raise UsageError(f"-b/--spawn-all apply to budget, not {args.skeleton}")
