@@ -244,3 +244,24 @@ def test_a_problem_that_cannot_be_fingerprinted_fails_on_every_rank(tmp_path):
     lines = sorted(out.stdout.splitlines())
     assert [line.split(":")[0] for line in lines] == ["rank 0", "rank 1"]
     assert all("needs a picklable problem" in line for line in lines)
+
+
+@pytest.mark.parametrize("count, number", [("SLURM_STEP_NUM_TASKS", "SLURM_PROCID"),
+                                           ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK")])
+def test_n_tasks_that_mpi_sees_as_n_worlds_of_one_are_refused(count, number):
+    """srun without --mpi (or another MPI's launcher) starts N copies, each an MPI world of 1: each
+    exits 2 instead of running the whole search, and only task 0 says why."""
+    import os
+    import subprocess
+
+    copies = []
+    for task in range(3):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI", "OMPI", "SLURM", "HYDRA"))}
+        env.update({count: "3", number: str(task), "SLURM_NTASKS": "3", "SLURM_PROCID": str(task)})
+        copies.append(subprocess.Popen([*yewpy_cmd(), "nqueens", "9"], env=env, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True))
+    outs = [(p.communicate(timeout=60), p.returncode) for p in copies]
+    assert [code for _, code in outs] == [2, 2, 2]
+    assert all(out == "" for (out, _), _ in outs)
+    said = [err for (_, err), _ in outs]
+    assert "one of 3 tasks" in said[0] and "srun --mpi=pmi2" in said[0] and said[1] == said[2] == ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from typing import Any
 
 from yewpy.errors import InputError, UsageError
@@ -22,13 +23,42 @@ def launched_by_mpi() -> bool:
     return int(os.environ.get("SLURM_NTASKS", "1")) > 1 and "SLURM_PROCID" in os.environ
 
 
+# (variable announcing the task count, variable holding this task's number): srun, Open MPI, Hydra
+_ANNOUNCERS = (("SLURM_STEP_NUM_TASKS", "SLURM_PROCID"), ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"),
+               ("PMI_SIZE", "PMI_RANK"))
+
+
+class SplitLaunch(UsageError):
+    """A launcher started N tasks but MPI sees a world of one: N copies of one search would run."""
+
+    def __init__(self, message: str, speaker: bool) -> None:
+        super().__init__(message)
+        self.speaker = speaker          # the copy numbered 0 says it; the others exit quietly
+
+
 def world() -> Any:
-    """``MPI.COMM_WORLD`` when launched by MPI, else None (one rank, no MPI needed)."""
+    """``MPI.COMM_WORLD`` when launched by MPI, else None (one rank, no MPI needed).
+
+    Raises ``SplitLaunch`` when the launcher announced several tasks but MPI made each a world of
+    its own (``srun`` without ``--mpi``, or one MPI's launcher with another MPI's mpi4py)."""
     if not launched_by_mpi():
         return None
-    from mpi4py import MPI
+    with warnings.catch_warnings():             # mpi4py's own warning about another MPI's launcher
+        warnings.simplefilter("ignore", RuntimeWarning)     # on every task: ours below, once
+        from mpi4py import MPI
 
-    return MPI.COMM_WORLD
+    comm = MPI.COMM_WORLD
+    if comm.Get_size() == 1:
+        for count, number in _ANNOUNCERS:
+            tasks = os.environ.get(count, "1")
+            if tasks.isdigit() and int(tasks) > 1:
+                raise SplitLaunch(
+                    f"started as one of {tasks} tasks ({count}), but MPI sees a world of 1: every task "
+                    f"would run the whole search alone. Under Slurm use `srun --mpi=pmi2` (or the site's "
+                    f"PMIx: `srun --mpi=list`); otherwise launch with the mpiexec of the MPI that mpi4py "
+                    f"was built against ({MPI.Get_library_version().splitlines()[0].strip()})",
+                    speaker=os.environ.get(number, "0") == "0")
+    return comm
 
 
 def joined(comm: Any) -> bool:

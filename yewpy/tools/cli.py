@@ -154,13 +154,18 @@ def _agree_failure(exc: BaseException) -> None:
     ``search()``; they all raise the first failing rank's error (``ranks.agree``)."""
     from yewpy.runtime.ranks import agree, joined, world
 
+    if getattr(exc, "agreed", False) or hasattr(exc, "speaker"):
+        return
     comm = world()
-    if comm is not None and comm.Get_size() > 1 and not joined(comm) and not getattr(exc, "agreed", False):
+    if comm is not None and comm.Get_size() > 1 and not joined(comm):
         agree(comm, exc)
 
 
 def _reports(exc: BaseException) -> bool:
-    """An error the ranks agreed on is printed by rank 0 alone; any other by the rank that hit it."""
+    """An error the ranks agreed on is printed by rank 0 alone (a split launch by task 0 alone);
+    any other by the rank that hit it."""
+    if hasattr(exc, "speaker"):
+        return exc.speaker
     if not getattr(exc, "agreed", False):
         return True
     from yewpy.runtime.ranks import world
