@@ -135,7 +135,7 @@ def test_array_task_computes_its_node_count(tmp_path, echo_yewpy, task, nodes):
     assert args[:3] == ["scaling", "--ranks", str(32 * nodes)]
     assert args[args.index("--out") + 1] == f"scaling-500/nodes-{nodes}"
     assert args[args.index("--skeleton-args") + 1] == "budget:-b 10000" and "--baseline" in args
-    assert args[-3:] == ["--", "nqueens", "17"] and "--launcher-args=--mpi=pmix" in args
+    assert args[-3:] == ["--", "nqueens", "17"] and "--launcher-args=--mpi=pmi2" in args
 
 
 @pytest.mark.parametrize("variables,message", [
@@ -161,7 +161,7 @@ def test_sweep_tasks_then_merge_on_real_ranks(tmp_path, fake_bin):
         out = subprocess.run(["bash", str(SLURM / "scaling-sweep.sbatch"), "nqueens", "9"],
                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
         assert out.returncode == 0, out.stderr
-    assert "--mpi=pmix" in (tmp_path / "launches.log").read_text()
+    assert "--mpi=pmi2" in (tmp_path / "launches.log").read_text()
     folders = sorted(map(str, tmp_path.glob("scaling-10/nodes-*")))
     out = subprocess.run([*yewpy_cmd(), "scaling", "--merge", *folders, "--out", str(tmp_path / "merged")],
                          capture_output=True, text=True, timeout=60)
@@ -201,6 +201,7 @@ def test_scripts_run_a_search_and_pass_sigterm_on(tmp_path, fake_bin):
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert (data["value"], data["ranks"], data["nodes"]) == (92, 2, 2057)
+    assert "--mpi=pmi2" in (tmp_path / "launches.log").read_text()     # srun without it: N copies
     # Slurm's wall-time warning goes to the batch shell (B:); the script must hand it to the search
     waiter = tmp_path / "waiter.py"
     waiter.write_text("import signal, sys, time\n"
