@@ -41,20 +41,24 @@ def main(shared, small):
             params = {**params, "steal": steal}
             key = f"{name}{json.dumps(params, sort_keys=True)}"
             q = NQueens(queens).search(name, **params)
-            out[key + " nqueens"] = [q.value, q.nodes]
+            out[key + " nqueens"] = [q.value, q.nodes, q.status]
             trees = [DepthHistogram(s).search(name, **params) for s in shapes]
             out[key + " trees"] = [[list(map(list, t.value)), t.nodes] for t in trees]
-            out[key + " clique"] = graph.search(name, **params).objective
-            out[key + " clique=target"] = graph.search(name, decision=target, **params).found
-            out[key + " clique>target"] = graph.search(name, decision=target + 1, **params).found
+            best = graph.search(name, **params)
+            out[key + " clique"] = [best.objective, best.status]
+            yes, no = (graph.search(name, decision=t, **params) for t in (target, target + 1))
+            out[key + " clique=target"] = [yes.found, yes.status]     # a status tells a search cut
+            out[key + " clique>target"] = [no.found, no.status]       # short by a stale STOP
             python_kp = KnapsackPy(kp.profits, kp.weights, kp.capacity)
             out[key + " knapsack_py"] = python_kp.search(name, **params).objective
     for name, params in ORDERED:
         key = f"{name}{json.dumps(params, sort_keys=True)}"
         runs = [graph.search(name, **params) for _ in range(2)]
-        out[key + " clique"] = runs[0].objective
+        out[key + " clique"] = [runs[0].objective, runs[1].status]
         out[key + " replicable"] = runs[0].nodes == runs[1].nodes and runs[0].objective == runs[1].objective
-        out[key + " clique>target"] = graph.search(name, decision=target + 1, **params).found
+        yes, no = (graph.search(name, decision=t, **params) for t in (target, target + 1))
+        out[key + " clique=target"] = [yes.found, yes.status]
+        out[key + " clique>target"] = [no.found, no.status]
     with open(f"steal.{os.environ.get('PMI_RANK', '0')}.json", "w") as f:
         json.dump(out, f)
 

@@ -50,8 +50,8 @@ def _check(matrix, expected):
 def test_every_steal_mode_on_ranks(ranks, instances, tmp_path, sequential):
     matrix = _run(ranks, instances, tmp_path, small=False)
     _check(matrix, sequential[False])
-    assert sequential[False]['stacksteal{"steal": "half"} nqueens'] == [724, 35539]
-    assert sequential[False]['stacksteal{"steal": "one"} clique'] == 17
+    assert sequential[False]['stacksteal{"steal": "half"} nqueens'] == [724, 35539, "exhausted"]
+    assert sequential[False]['stacksteal{"steal": "one"} clique'] == [17, "optimal"]
     assert sequential[False]['budget{"backtracks": 50, "steal": "level"} knapsack_py'] == 6925
 
 
@@ -59,5 +59,6 @@ def test_every_steal_mode_on_ranks(ranks, instances, tmp_path, sequential):
 def test_every_steal_mode_on_oversubscribed_ranks(ranks, instances, tmp_path, sequential):
     matrix = _run(ranks, instances, tmp_path, small=True)
     _check(matrix, sequential[True])
-    assert sequential[True]['depthbounded{"spawn_depth": 2, "steal": "half"} nqueens'] == [92, 2057]
-    assert sequential[True]['stacksteal{"steal": "half"} clique'] == 4
+    queens = sequential[True]['depthbounded{"spawn_depth": 2, "steal": "half"} nqueens']
+    assert queens == [92, 2057, "exhausted"]
+    assert sequential[True]['stacksteal{"steal": "half"} clique'] == [4, "optimal"]

@@ -38,6 +38,9 @@ class LocalTransport:
     def gather(self, part: dict) -> list:
         return [part]
 
+    def close(self) -> None:
+        pass
+
     def bcast(self, value: Any) -> Any:
         return value
 

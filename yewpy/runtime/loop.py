@@ -96,4 +96,5 @@ def run_search(problem: Any, core: Any, coord: Any, options: dict, transport: An
             if transport.size > 1:
                 result.metrics["protocol"] = transport.protocol(parts)
             session.finish(parts, result, coord)
+        transport.close()
     return result

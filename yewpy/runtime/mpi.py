@@ -57,6 +57,16 @@ def _dumps(obj: Any) -> bytes:
         return cloudpickle.dumps(obj)
 
 
+def _node_cores(local: Any) -> int:
+    """The cores the ranks of one node may run on, all together (each rank's affinity may be one
+    core when the launcher binds ranks)."""
+    try:
+        mine = sorted(os.sched_getaffinity(0))
+    except AttributeError:                      # not Linux
+        return os.cpu_count() or 1
+    return len(set().union(*local.allgather(mine)))
+
+
 class Victims:
     """Whom an idle rank asks for work: the last rank that gave some, else a random rank on its
     own node, and after a sweep of its node without success, a random remote rank."""
@@ -92,14 +102,14 @@ class MPITransport:
 
         MPI.pickle.__init__(_dumps, pickle.loads)
         self.MPI = MPI
-        self.comm = comm
+        self.comm = comm.Dup()              # its own: nothing of this search reaches a later one
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         self.session = session
         self.steal_mode = steal
         self.tree = SpanningTree(self.rank, self.size)
-        local = comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
+        local = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         self.victims = Victims(self.rank, self.size, local.allgather(self.rank))
-        self.crowded = local.Get_size() > len(os.sched_getaffinity(0))   # ranks share cores
+        self.crowded = local.Get_size() > _node_cores(local)                # ranks share cores
         local.Free()
         self.nap_max = NAP_MAX_CROWDED if self.crowded else NAP_MAX
         self.free_tries = self.size.bit_length()     # failed steals before backing off: log2 P + 1
@@ -109,6 +119,7 @@ class MPITransport:
         self.requests: list = []
         self.seen_version = 0
         self.stop_reason: str | None = None
+        self.finishing = False              # in finish: nothing more is sent
         self.waiting = False                # a steal request of ours is unanswered
         self.next_try = 0.0
         # termination waves: work messages sent and received, the wave held, children's echoes
@@ -136,6 +147,8 @@ class MPITransport:
     # -- sending ---------------------------------------------------------------------------
 
     def send(self, dest: int, tag: int, payload: Any = None) -> None:
+        if self.finishing:                  # the final barrier would not wait for it to arrive
+            return
         self.requests.append(self.comm.issend(payload, dest=dest, tag=tag))
         self.stats["messages_sent"] += 1
         self.stats["sent_" + KIND_OF_TAG.get(tag, "control")] += 1
@@ -156,7 +169,7 @@ class MPITransport:
     # -- receiving ---------------------------------------------------------------------------
 
     def receive(self, engine: Any, pool: Any, busy: bool) -> bool:
-        """Act on every message waiting; true if there was any."""
+        """Act on every message waiting (an idle rank stops at the first work); true if any."""
         MPI, comm = self.MPI, self.comm
         got = False
         while True:
@@ -168,7 +181,7 @@ class MPITransport:
             got = True
             source, tag = self.status.Get_source(), self.status.Get_tag()
             self.handle(engine, pool, busy, source, tag, message.recv())
-            if not busy and len(pool):
+            if not busy and not self.finishing and len(pool):
                 break                           # work arrived: go and do it
         if self.requests:
             self.requests = [r for r in self.requests if not r.Test()]
@@ -419,7 +432,10 @@ class MPITransport:
         return status
 
     def finish(self, engine: Any, pool: Any) -> None:
-        """Deliver every message this rank sent, then wait until every rank has done the same."""
+        """Deliver every message this rank sent, then wait until every rank has done the same.
+        From here on a rank sends nothing (it has already passed on its STOP, if any), so the
+        barrier, which waits only for the sends made before it, leaves nothing in flight."""
+        self.finishing = True
         while self.requests:
             self.receive(engine, pool, busy=False)
             time.sleep(NAP_MIN)
@@ -432,6 +448,9 @@ class MPITransport:
 
     def gather(self, part: dict) -> list:
         return self.comm.allgather(part)   # inside the guard: a part that fails to pickle aborts
+
+    def close(self) -> None:
+        self.comm.Free()
 
     def bcast(self, value: Any) -> Any:
         return self.comm.bcast(value, root=0)
@@ -448,7 +467,8 @@ class MPITransport:
         """Messages per rank by kind, waves, the termination latency (the last rank's last node to
         the last rank's return) and the steal latency (a request to its answer, at the thief)."""
         rows = [p["per_rank"] for p in parts]
-        return {"termination_seconds": max(r["returned"] for r in rows) - max(r["last_node"] for r in rows),
+        last_node = max(r["last_node"] for r in rows)       # 0: no rank was ever idle (Ordered)
+        return {"termination_seconds": max(r["returned"] for r in rows) - last_node if last_node else None,
                 **{f"{kind}_per_rank": sum(r[f"sent_{kind}"] for r in rows) / len(rows)
                    for kind in ("steal", "work", "control")},
                 "waves": rows[0]["waves"],
