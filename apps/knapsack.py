@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,14 +32,20 @@ class KnapsackInstance:
     name: str = ""
 
 
+EXACT = 2 ** 53     # the engine compares objectives (and the compiled core adds weights) as doubles
+
+
 def _number(path: str, lineno: int, word: str) -> Any:
     try:
         return int(word)
     except ValueError:
         try:
-            return float(word)
+            value = float(word)
         except ValueError:
             raise InputError(path, lineno, f"expected a number, got {word!r}") from None
+    if not math.isfinite(value):
+        raise InputError(path, lineno, f"expected a finite number, got {word!r}")
+    return value
 
 
 def _numbered_lines(path: str) -> list[tuple[int, list[str]]]:
@@ -153,6 +160,11 @@ def read_knapsack(path: str, instance: str | None = None) -> KnapsackInstance:
             raise InputError(path, None, f"item {k + 1}: need weight > 0 and profit >= 0")
     if inst.capacity < 0:
         raise InputError(path, None, "negative capacity")
+    for what, total in (("the profits add up to", sum(inst.profits)),
+                        ("the weights add up to", sum(inst.weights)), ("the capacity is", inst.capacity)):
+        if total > EXACT:
+            raise InputError(path, None, f"{what} {total}, above 2^53: the search's doubles cannot "
+                                         "hold it exactly")
     return inst
 
 

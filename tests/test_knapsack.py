@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from support import INSTANCES, assert_names_line, require_shared
 from yewpy.apps.knapsack import Knapsack, read_knapsack
 from yewpy.apps.knapsack_python import KnapsackPy
+from yewpy.errors import InputError
 
 
 def _files(pattern):
@@ -104,6 +105,20 @@ def test_random_knapsacks_against_brute_force(pairs, capacity, coordination, pru
     ("", "2 10\n1 2\n", 2),
     ("", "2 10\n1 2\n3 4\n1 1 1\n", 4),
     (".csv", "inst\nn 2\nc 10\nz 3\n1,2,3\n", 5),
+    ("", "2 10\n1 2\nnan 4\n", 3),                    # a NaN profit: "Final Weight: nan", optimal
+    ("", "2 10\n1 2\n3 inf\n", 3),
+    ("", "1 nan\n1 2\n", 1),
 ])
 def test_malformed_files_name_the_line(tmp_path: Path, suffix, text, line):
     assert_names_line(read_knapsack, tmp_path / f"bad{suffix}", text, line)
+
+
+@pytest.mark.parametrize("text, what", [
+    (f"2 10\n{2 ** 53} 1\n5 1\n", "the profits add up to"),     # the optimum came out 51 short
+    (f"2 {2 ** 60}\n1 {2 ** 59}\n1 {2 ** 59}\n", "the weights add up to"),
+])
+def test_numbers_the_search_cannot_hold_exactly_are_refused(tmp_path: Path, text, what):
+    path = tmp_path / "big.txt"
+    path.write_text(text)
+    with pytest.raises(InputError, match=f"{what} .* above 2\\^53"):
+        read_knapsack(str(path))
