@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import zlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -22,13 +23,20 @@ from yewpy.result import Result
 __all__ = ["MaxClique", "read_dimacs"]
 
 
+def _digits(word: str) -> bool:
+    return word.isascii() and word.isdigit()        # '²'.isdigit() is true, and int('²') fails
+
+
 def read_dimacs(path: str) -> tuple[int, list[tuple[int, int]]]:
-    """A DIMACS ``.clq`` (or ``.clq.gz``) graph: vertex count and 0-based edges."""
+    """A DIMACS ``.clq`` (or ``.clq.gz``) graph: vertex count and 0-based edges.  The 'p' line's
+    edge count must match the file (its 'e' lines, or its distinct edges), so a file cut short is
+    refused rather than solved as another graph."""
     opener = gzip.open if str(path).endswith(".gz") else open
     n = None
     edges = []
+    lines = 0                                   # 'e' lines, self-loops and repeats included
     try:
-        with opener(path, "rt") as f:
+        with opener(path, "rt", encoding="utf-8", errors="surrogateescape") as f:
             for lineno, line in enumerate(f, 1):
                 words = line.split()
                 if not words or words[0] == "c":
@@ -36,25 +44,29 @@ def read_dimacs(path: str) -> tuple[int, list[tuple[int, int]]]:
                 if words[0] == "p":
                     if n is not None:
                         raise InputError(path, lineno, "second 'p' line")
-                    if len(words) != 4 or not words[2].isdigit() or not words[3].isdigit():
+                    if len(words) != 4 or not _digits(words[2]) or not _digits(words[3]):
                         raise InputError(path, lineno, "expected 'p edge N M'")
-                    n = int(words[2])
+                    n, m, p_line = int(words[2]), int(words[3]), lineno
                 elif words[0] == "e":
                     if n is None:
                         raise InputError(path, lineno, "edge before the 'p edge N M' line")
-                    if len(words) != 3 or not words[1].isdigit() or not words[2].isdigit():
+                    if len(words) != 3 or not _digits(words[1]) or not _digits(words[2]):
                         raise InputError(path, lineno, "expected 'e U V' with vertex numbers")
                     u, v = int(words[1]), int(words[2])
                     if not (1 <= u <= n and 1 <= v <= n):
                         raise InputError(path, lineno, f"vertex out of range 1..{n}")
+                    lines += 1
                     if u != v:
                         edges.append((u - 1, v - 1))
                 else:
                     raise InputError(path, lineno, f"unknown line type {words[0]!r}")
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
         raise InputError(path, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     if n is None:
         raise InputError(path, None, "no 'p edge N M' line")
+    if m != lines and m != len({(min(u, v), max(u, v)) for u, v in edges}):
+        raise InputError(path, p_line, f"the 'p' line says {m} edges but the file has {lines} "
+                                       "(cut short, or not the graph it claims)")
     return n, edges
 
 

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from support import INSTANCES, assert_names_line, number, readme_table, require_shared
 from yewpy.apps.maxclique import MaxClique, read_dimacs
+from yewpy.errors import InputError
 
 FAST_NODES = 800_000      # the README's instances up to this size solve in a few seconds
 
@@ -112,6 +113,38 @@ def test_networkx_graph_keeps_its_labels():
     ("p edge 3 1\ne 1\n", 2),
     ("p edge x 1\n", 1),
     ("c hi\np edge 3 2\ne 1 2\nq 1 2\n", 4),
+    ("c cut short\np edge 3 3\ne 1 2\ne 2 3\n", 2),            # the p line's count is checked
+    ("p edge ²3 1\ne 1 2\n", 1),                                # a digit int() cannot read
+    ("p edge 3 1\ne 1 ³\n", 2),
 ])
 def test_malformed_dimacs_names_the_line(tmp_path, text, line):
     assert_names_line(read_dimacs, tmp_path / "bad.clq", text, line)
+
+
+def test_a_truncated_file_is_refused_not_solved(tmp_path, instances):
+    lines = (instances / "clique" / "brock200_4.clq").read_text().splitlines(keepends=True)
+    cut = tmp_path / "cut.clq"
+    cut.write_text("".join(lines[:len(lines) // 2]))
+    with pytest.raises(InputError, match="the 'p' line says 13089 edges but the file has"):
+        read_dimacs(str(cut))
+
+
+def test_repeated_edges_counted_either_way_and_latin1_comments_are_read(tmp_path):
+    both = tmp_path / "both.clq"
+    both.write_bytes(b"c caf\xe9\np edge 3 4\ne 1 2\ne 2 1\ne 2 3\ne 3 2\n")   # m counts lines
+    assert read_dimacs(str(both))[0] == 3
+    distinct = tmp_path / "distinct.clq"
+    distinct.write_text("p edge 3 2\ne 1 2\ne 2 1\ne 2 3\n")                  # m counts edges
+    assert read_dimacs(str(distinct))[0] == 3
+
+
+def test_a_corrupted_gzip_stream_is_an_input_error(tmp_path, instances):
+    """zlib.error, a bad CRC or garbage text: an InputError every time, never a traceback."""
+    original = (instances / "clique" / "MANN_a45.clq.gz").read_bytes()
+    for where in (12, 20, 400, len(original) // 2, len(original) - 6):
+        data = bytearray(original)
+        data[where] ^= 0xFF
+        bad = tmp_path / f"bad{where}.clq.gz"
+        bad.write_bytes(bytes(data))
+        with pytest.raises(InputError):
+            read_dimacs(str(bad))
