@@ -47,6 +47,9 @@ class TsplibInstance:
     coords: list[tuple[float, float]] = field(default_factory=list)
 
 
+LENGTH_LIMIT = 2 ** 62      # a tour's length, and sums of two of them, stay within int64
+
+
 def _nint(x: float) -> int:
     return int(x + 0.5)
 
@@ -193,9 +196,12 @@ class _Reader:
 
 def _parse_number(reader: _Reader, lineno: int, word: str, integral: bool, what: str) -> float:
     try:
-        return int(word) if integral else float(word)
+        value = int(word) if integral else float(word)
     except ValueError:
         raise reader.error(lineno, f"expected a number ({what}), got {word!r}") from None
+    if not math.isfinite(value):
+        raise reader.error(lineno, f"expected a finite number ({what}), got {word!r}")
+    return value
 
 
 def _parse(path: str, want_tour: bool) -> tuple[_Reader, dict]:
@@ -279,10 +285,17 @@ def read_tsplib(path: str) -> TsplibInstance:
         if "NODE_COORD_SECTION" not in sections:
             raise r.error(type_line, f"EDGE_WEIGHT_TYPE {weight_type} but no NODE_COORD_SECTION")
         coords = sections["NODE_COORD_SECTION"][0]
-        matrix = distance_matrix(coords, weight_type)
+        try:
+            matrix = distance_matrix(coords, weight_type)
+        except (OverflowError, ValueError):         # coordinates like 1e308: no integer distance
+            raise r.error(type_line, f"coordinates too large for {weight_type} distances") from None
     else:
         raise r.error(type_line, f"EDGE_WEIGHT_TYPE {weight_type} is not supported; "
                                  f"supported: EXPLICIT, {', '.join(COORD_TYPES)}")
+    longest = max((max(map(abs, row)) for row in matrix), default=0)
+    if longest * max(n, 1) >= LENGTH_LIMIT:
+        raise r.error(type_line, f"n x the largest edge weight ({n} x {longest}) must stay below "
+                                 "2^62, so that every tour's length fits the search's integers")
     name = r.keys.get("NAME", (Path(path).stem, None))[0]
     return TsplibInstance(name, n, weight_type, matrix, r.keys.get("COMMENT", ("", None))[0], coords)
 

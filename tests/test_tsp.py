@@ -249,6 +249,10 @@ MATRIX = HEAD + "EDGE_WEIGHT_TYPE: EXPLICIT\nEDGE_WEIGHT_FORMAT: {}\nEDGE_WEIGHT
     (MATRIX.format("UPPER_ROW") + "1 2.5 3\n", 7),                 # not an integer
     (MATRIX.format("FULL_MATRIX") + "0 1 2\n1 0 3\n2 4 0\n", 9),   # d(3,2) != d(2,3)
     (MATRIX.format("FUNCTION") + "1 2 3\n", 5),                    # unsupported format
+    (COORDS + "1 0 0\n2 nan 4\n3 1 1\n", 7),                      # not finite
+    (COORDS + "1 0 0\n2 3 inf\n3 1 1\n", 7),
+    (COORDS + "1 0 0\n2 1e308 4\n3 -1e308 1\n", 4),              # distances overflow
+    (MATRIX.format("UPPER_ROW") + f"1 {2 ** 63 - 1} 3\n", 4),      # tour sums would overflow (hung)
 ])
 def test_malformed_files_name_the_line(tmp_path, text, line):
     assert_names_line(read_tsplib, tmp_path / "bad.tsp", text, line)
