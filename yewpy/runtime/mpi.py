@@ -126,7 +126,6 @@ class MPITransport:
         self.work_sent = self.work_received = 0
         self.wave: int | None = None
         self.echoes: dict[int, tuple[int, int]] = {}
-        self.waves = 0                      # rank 0: waves started
         self.last_totals: tuple[int, int] | None = None
         # checkpoints: the epoch under way, this rank's snapshot, the parts gathered from below
         self.epoch: int | None = None
@@ -335,9 +334,8 @@ class MPITransport:
                 self.stop_everyone("done")
                 return
             self.last_totals = totals
-        self.waves += 1
-        self.stats["waves"] = self.waves
-        self.wave, self.echoes = self.waves, {}
+        self.stats["waves"] += 1            # rank 0 numbers its waves
+        self.wave, self.echoes = self.stats["waves"], {}
         self.down(WAVE, self.wave)
 
     # -- progress and checkpoints ----------------------------------------------------------------
