@@ -40,7 +40,7 @@ def parse_fix(text: str) -> dict:
         if not eq or key not in FIX_KEYS or not value:
             raise UsageError(f"bad --fix item {item!r}: expected KEY=VALUE with KEY in {', '.join(FIX_KEYS)}")
         if FIX_KEYS[key] is int:
-            if not value.isdigit() or int(value) < (0 if key == "zero" else 1):
+            if not (value.isascii() and value.isdigit()) or int(value) < (0 if key == "zero" else 1):
                 raise UsageError(f"bad --fix item {item!r}: {key} takes a positive integer")
             out[key] = int(value)
         else:
@@ -115,7 +115,7 @@ def sensitivity(model: Model, cluster: Cluster, train: Training, leaves: list) -
 
 def training_from_args(args: argparse.Namespace, model: Model) -> Training:
     def listed(text: str, allowed: tuple, name: str, kind: type = str) -> tuple:
-        items = tuple(kind(x) if kind is str or x.isdigit() else x for x in text.split(","))
+        items = tuple(kind(x) if kind is str or (x.isascii() and x.isdigit()) else x for x in text.split(","))
         bad = [x for x in items if x not in allowed]
         if bad:
             raise UsageError(f"--{name}: {bad[0]!r} is not one of {', '.join(map(str, allowed))}")

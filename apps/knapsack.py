@@ -50,7 +50,7 @@ def _number(path: str, lineno: int, word: str) -> Any:
 
 def _numbered_lines(path: str) -> list[tuple[int, list[str]]]:
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     return [(k, line.split()) for k, line in enumerate(text.splitlines(), 1) if line.strip()]
@@ -98,11 +98,18 @@ def _read_counted(path: str) -> KnapsackInstance:
     for lineno, words in rest[n:]:
         if len(words) != n or any(w not in ("0", "1") for w in words):
             raise InputError(path, lineno, "unexpected line after the items")
-    optimum = None
-    opt_file = Path(str(path) + ".opt")
-    if opt_file.exists():
-        optimum = _number(str(opt_file), 1, opt_file.read_text().split()[0])
-    return KnapsackInstance(profits, weights, capacity, optimum, Path(path).name)
+    return KnapsackInstance(profits, weights, capacity, _optimum_beside(path), Path(path).name)
+
+
+def _optimum_beside(path: str) -> Any:
+    """The optimum from ``FILE.opt`` when there is one (instances_01_KP ships them): one number."""
+    opt_file = str(path) + ".opt"
+    if not Path(opt_file).exists():
+        return None
+    lines = _numbered_lines(opt_file)
+    if len(lines) != 1 or len(lines[0][1]) != 1:
+        raise InputError(opt_file, lines[1][0] if len(lines) > 1 else 1, "expected one number, the optimum")
+    return _number(opt_file, lines[0][0], lines[0][1][0])
 
 
 def _read_pisinger(path: str, instance: str | None) -> KnapsackInstance:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from yewpy.apps._maxclique import MaxCliqueCore
-from yewpy.errors import InputError
+from yewpy.errors import InputError, UsageError
 from yewpy.result import Result
 
 __all__ = ["MaxClique", "read_dimacs"]
@@ -47,6 +47,8 @@ def read_dimacs(path: str) -> tuple[int, list[tuple[int, int]]]:
                     if len(words) != 4 or not _digits(words[2]) or not _digits(words[3]):
                         raise InputError(path, lineno, "expected 'p edge N M'")
                     n, m, p_line = int(words[2]), int(words[3]), lineno
+                    if n >= 2 ** 62:
+                        raise InputError(path, lineno, f"vertex count {n} is too large")
                 elif words[0] == "e":
                     if n is None:
                         raise InputError(path, lineno, "edge before the 'p edge N M' line")
@@ -70,6 +72,19 @@ def read_dimacs(path: str) -> tuple[int, list[tuple[int, int]]]:
     return n, edges
 
 
+def _check_memory(needed: int) -> None:
+    """Refuse a graph whose bitsets cannot fit in this machine's memory, before allocating them."""
+    import os
+
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return
+    if needed > total:
+        raise UsageError(f"the graph needs {needed / 2**30:.1f} GiB of adjacency bitsets; "
+                         f"this machine has {total / 2**30:.1f} GiB")
+
+
 class MaxClique:
     """A graph, searched for its largest clique (or a clique of size at least k).
 
@@ -83,17 +98,27 @@ class MaxClique:
         import numpy as np  # here, not at import: `yewpy APP` loads every app module
 
         self.n = n
-        self.labels = list(range(n)) if labels is None else list(labels)
+        self.labels = range(n) if labels is None else labels if isinstance(labels, range) else list(labels)
         edge_arr = np.array([e for e in edges if e[0] != e[1]], dtype=np.int64).reshape(-1, 2)
-        raw = np.zeros((n, n), dtype=bool)
-        raw[edge_arr[:, 0], edge_arr[:, 1]] = True
-        raw[edge_arr[:, 1], edge_arr[:, 0]] = True
-        degree = raw.sum(axis=1)
-        self.order = sorted(range(n), key=lambda v: (-int(degree[v]), v))   # search index -> input index
-        adj = raw[np.ix_(self.order, self.order)]
-        words = max(1, (n + 63) // 64)
-        ii, jj = np.nonzero(adj)
-        rows = np.zeros((n, words), dtype=np.uint64)
+        if edge_arr.size and (edge_arr.min() < 0 or edge_arr.max() >= n):
+            raise ValueError(f"edge endpoints must be vertex numbers 0..{n - 1}")
+        edge_arr = np.unique(np.sort(edge_arr, axis=1), axis=0)
+        # Vertices without an edge are in no clique of two, so only the others are searched (one
+        # stands in for all when there is no edge): memory follows the edges, not the 'p' line.
+        touched, degree = np.unique(edge_arr.reshape(-1), return_counts=True)
+        if not edge_arr.size:
+            touched, degree = np.arange(min(n, 1)), np.zeros(min(n, 1), dtype=np.int64)
+        by_degree = sorted(range(len(touched)), key=lambda k: (-int(degree[k]), int(touched[k])))
+        self.order = [int(touched[k]) for k in by_degree]          # search index -> input index
+        self.size = size = len(self.order)
+        words = max(1, (size + 63) // 64)
+        _check_memory(size * words * 8 * 6)     # the bitsets, their Python list and the core's copy
+        position = np.empty(size, dtype=np.int64)                 # index in touched -> search index
+        position[by_degree] = np.arange(size)
+        ends = position[np.searchsorted(touched, edge_arr)] if edge_arr.size else edge_arr
+        ii = np.concatenate([ends[:, 0], ends[:, 1]])
+        jj = np.concatenate([ends[:, 1], ends[:, 0]])
+        rows = np.zeros((size, words), dtype=np.uint64)
         np.bitwise_or.at(rows, (ii, jj >> 6), np.left_shift(np.uint64(1), (jj & 63).astype(np.uint64)))
         self.rows = rows.reshape(-1)      # row v: the neighbours of search vertex v, 64 per word
 
@@ -101,7 +126,10 @@ class MaxClique:
     def from_file(cls, path: str) -> MaxClique:
         """Read a DIMACS graph; solutions use its 1-based vertex numbers."""
         n, edges = read_dimacs(path)
-        return cls(n, edges, labels=range(1, n + 1))
+        try:
+            return cls(n, edges, labels=range(1, n + 1))
+        except UsageError as exc:
+            raise InputError(path, None, str(exc)) from None
 
     @classmethod
     def from_networkx(cls, graph: Any) -> MaxClique:
@@ -111,7 +139,7 @@ class MaxClique:
         return cls(len(nodes), [(index[u], index[v]) for u, v in graph.edges], labels=nodes)
 
     def core(self, decision: int | None = None) -> MaxCliqueCore:
-        return MaxCliqueCore(self.rows.tolist(), self.n, decision)
+        return MaxCliqueCore(self.rows.tolist(), self.size, decision)
 
     def search(self, coordination: Any = "seq", decision: int | None = None, **params: Any) -> Result:
         """The maximum clique, or with ``decision=k`` whether a clique of size >= k exists."""
@@ -130,9 +158,14 @@ class MaxClique:
 
     def is_clique(self, members: Iterable[Any]) -> bool:
         """True when the given labelled vertices are pairwise adjacent."""
-        position = {self.labels[self.order[i]]: i for i in range(self.n)}
-        idx = [position[m] for m in members]
-        rows = self.rows.reshape(self.n, -1)
+        position = {self.labels[self.order[i]]: i for i in range(self.size)}
+        members = list(members)
+        if len(members) <= 1:
+            return all(m in self.labels for m in members)
+        idx = [position.get(m) for m in members]
+        if None in idx:
+            return False                        # a vertex without edges is in no clique of two
+        rows = self.rows.reshape(self.size, -1)
         return all(int(rows[a][b >> 6]) >> (b & 63) & 1 for a in idx for b in idx if a != b)
 
 

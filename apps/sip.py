@@ -29,7 +29,7 @@ __all__ = ["SubgraphIsomorphism", "read_lad"]
 
 def _tokens(path: str) -> list[tuple[str, int]]:
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             return [(word, lineno) for lineno, line in enumerate(f, 1) for word in line.split()]
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
@@ -50,7 +50,7 @@ def read_lad(path: str) -> tuple[int, list[tuple[int, int]]]:
             raise InputError(path, tokens[-1][1] if tokens else 1, f"file ends where {what} was expected")
         word, lineno = tokens[position]
         position += 1
-        if not word.isdigit():
+        if not (word.isascii() and word.isdigit()):        # '²'.isdigit() is true
             raise InputError(path, lineno, f"expected {what}, got {word!r}")
         value = int(word)
         if value < low or (high is not None and value > high):

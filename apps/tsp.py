@@ -77,7 +77,7 @@ class Tsp:
     @classmethod
     def from_file(cls, path: str, **options: Any) -> Tsp:
         """A TSPLIB file; solutions use its 1-based city numbers.  ``options``: ``bound``, ``incumbent``."""
-        inst = read_tsplib(path)
+        inst = read_tsplib(path, max_dimension=MAX_CITIES)
         return cls(inst.matrix, labels=range(1, inst.dimension + 1), name=inst.name, **options)
 
     def core(self) -> TspCore:

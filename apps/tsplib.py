@@ -12,7 +12,7 @@ matrix).  All distances are integers, as TSPLIB defines them.  A malformed file 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,24 +104,33 @@ def tour_length(matrix: Sequence[Sequence[int]], tour: Sequence[int]) -> int:
     return sum(matrix[tour[k]][tour[(k + 1) % len(tour)]] for k in range(len(tour)))
 
 
-def _half_cells(n: int, kind: str) -> list[tuple[int, int]]:
-    """The (row, column) cells a format's numbers fill, in reading order."""
-    if kind == "full":
-        return [(i, j) for i in range(n) for j in range(n)]
-    if kind == "upper":
-        return [(i, j) for i in range(n) for j in range(i + 1, n)]
-    if kind == "lower":
-        return [(i, j) for i in range(n) for j in range(i)]
-    if kind == "upper_diag":
-        return [(i, j) for i in range(n) for j in range(i, n)]
-    return [(i, j) for i in range(n) for j in range(i + 1)]
+def _cell_count(n: int, kind: str) -> int:
+    """How many numbers a format stores for n cities."""
+    return {"full": n * n, "upper": n * (n - 1) // 2, "lower": n * (n - 1) // 2,
+            "upper_diag": n * (n + 1) // 2, "lower_diag": n * (n + 1) // 2}[kind]
+
+
+def _half_cells(n: int, kind: str) -> Iterator[tuple[int, int]]:
+    """The (row, column) cells a format's numbers fill, in reading order (lazily: n comes from the
+    header, and the file's numbers are counted before any cell is made)."""
+    for i in range(n):
+        if kind == "full":
+            yield from ((i, j) for j in range(n))
+        elif kind == "upper":
+            yield from ((i, j) for j in range(i + 1, n))
+        elif kind == "lower":
+            yield from ((i, j) for j in range(i))
+        elif kind == "upper_diag":
+            yield from ((i, j) for j in range(i, n))
+        else:
+            yield from ((i, j) for j in range(i + 1))
 
 
 class _Reader:
     """One pass over the lines of a TSPLIB file: header keys, then data sections."""
 
-    def __init__(self, path: str) -> None:
-        self.path = str(path)
+    def __init__(self, path: str, max_dimension: int | None = None) -> None:
+        self.path, self.max_dimension = str(path), max_dimension
         try:
             text = Path(path).read_text()
         except (OSError, UnicodeDecodeError) as exc:
@@ -156,8 +165,11 @@ class _Reader:
             raise self.error(lineno, f"expected '{key} : value'")
         if key in self.keys:
             raise self.error(lineno, f"second {key} line")
-        if key == "DIMENSION" and not (value.isdigit() and int(value) > 0):
+        if key == "DIMENSION" and not (value.isascii() and value.isdigit() and int(value) > 0):
             raise self.error(lineno, f"DIMENSION must be a positive integer, got {value!r}")
+        if key == "DIMENSION" and self.max_dimension is not None and int(value) > self.max_dimension:
+            raise self.error(lineno, f"DIMENSION {value}: this search supports at most "
+                                     f"{self.max_dimension} cities")
         self.keys[key] = (value.upper() if key not in ("NAME", "COMMENT") else value, lineno)
         return None
 
@@ -169,6 +181,8 @@ class _Reader:
                 last = self.lines[-1][0] if self.lines else start
                 raise self.error(last, f"expected {count} {what}, found {len(out)}")
             lineno, words = self.lines[self.at]
+            if words[0].upper() == "EOF" or words[0].upper().rstrip(":") in SECTIONS:
+                raise self.error(lineno, f"expected {count} {what}, found {len(out)}")
             if len(out) + len(words) > count:
                 raise self.error(lineno, f"more numbers than the {count} {what} expected")
             for w in words:
@@ -178,6 +192,8 @@ class _Reader:
 
     def coordinates(self, n: int, lineno: int) -> list[tuple[float, float]]:
         """n lines 'index x y', indices 1..n each once, any order."""
+        if len(self.lines) - self.at < n:
+            raise self.error(self.lines[-1][0], f"expected {n} coordinate lines, found fewer")
         coords: list = [None] * n
         for _ in range(n):
             if self.at >= len(self.lines):
@@ -204,9 +220,9 @@ def _parse_number(reader: _Reader, lineno: int, word: str, integral: bool, what:
     return value
 
 
-def _parse(path: str, want_tour: bool) -> tuple[_Reader, dict]:
+def _parse(path: str, want_tour: bool, max_dimension: int | None = None) -> tuple[_Reader, dict]:
     """Header keys and the sections' contents of one file."""
-    r = _Reader(path)
+    r = _Reader(path, max_dimension)
     sections: dict = {}
     while r.at < len(r.lines):
         lineno = r.lines[r.at][0]
@@ -226,8 +242,9 @@ def _parse(path: str, want_tour: bool) -> tuple[_Reader, dict]:
             if fmt not in FORMATS:
                 raise r.error(fmt_line, f"unsupported or missing EDGE_WEIGHT_FORMAT {fmt!r}; "
                                         f"supported: {', '.join(FORMATS)}")
-            cells = _half_cells(n, FORMATS[fmt])
-            sections[section] = (cells, r.numbers(len(cells), lineno, "edge weights", True), lineno)
+            count = _cell_count(n, FORMATS[fmt])
+            sections[section] = (_half_cells(n, FORMATS[fmt]), r.numbers(count, lineno, "edge weights", True),
+                                 lineno)
         elif section == "TOUR_SECTION":
             if not want_tour:
                 raise r.error(lineno, "TOUR_SECTION in a problem file")
@@ -255,9 +272,10 @@ def _tour_section(r: _Reader, n: int, lineno: int) -> list[int]:
             tour.append(city)
 
 
-def read_tsplib(path: str) -> TsplibInstance:
-    """A symmetric TSP file: the full distance matrix by the file's TSPLIB rule."""
-    r, sections = _parse(path, want_tour=False)
+def read_tsplib(path: str, max_dimension: int | None = None) -> TsplibInstance:
+    """A symmetric TSP file: the full distance matrix by the file's TSPLIB rule.  A DIMENSION above
+    ``max_dimension`` is refused at its line, before anything of that size is made."""
+    r, sections = _parse(path, want_tour=False, max_dimension=max_dimension)
     kind, kind_line = r.keys.get("TYPE", ("TSP", None))
     if kind != "TSP":
         raise r.error(kind_line, f"TYPE {kind} is not supported (symmetric TSP only)")

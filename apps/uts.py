@@ -71,7 +71,7 @@ def parse_uts_params(text: str) -> dict:
 def _code(value: int | str, names: dict, what: str) -> int:
     if isinstance(value, str):
         key = value.strip().lower()
-        if key.lstrip("-").isdigit():
+        if key.lstrip("-").isascii() and key.lstrip("-").isdigit():
             value = int(key)
         elif key in names:
             return names[key]
@@ -98,9 +98,12 @@ class UTS:
         self.name = name
         if not -2**31 <= seed < 2**31:
             raise UsageError(f"the root seed must fit in 32 bits, got {seed}")
+        for flag, value in (("-d (gen_mx)", gen_mx), ("-m", m)):
+            if not -2**31 <= value < 2**31:
+                raise UsageError(f"UTS parameter {flag} must fit in 32 bits, got {value}")
         try:
             self.core()
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:
             raise UsageError(str(exc)) from None
 
     @classmethod

@@ -51,7 +51,7 @@ def world() -> Any:
     if comm.Get_size() == 1:
         for count, number in _ANNOUNCERS:
             tasks = os.environ.get(count, "1")
-            if tasks.isdigit() and int(tasks) > 1:
+            if tasks.isascii() and tasks.isdigit() and int(tasks) > 1:
                 raise SplitLaunch(
                     f"started as one of {tasks} tasks ({count}), but MPI sees a world of 1: every task "
                     f"would run the whole search alone. Under Slurm use `srun --mpi=pmi2` (or the site's "
