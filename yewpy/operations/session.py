@@ -24,6 +24,18 @@ from yewpy.result import FINISHED
 from yewpy.runtime.parts import KIND_NAMES, counters_of, merge_parts, summary
 
 WATCH_SLICE = 0.05          # seconds of search between two looks when progress or checkpoints are on
+PENDING: list[int] = []     # SIGINT/SIGTERM that arrived before a search could take them
+
+
+def remember_signals() -> None:
+    """From now until a search with a checkpoint starts, SIGINT and SIGTERM are remembered rather
+    than raised; that search then stops at once with a final checkpoint (``yewpy --checkpoint``:
+    a signal while the input is read still leaves a file to ``--resume``)."""
+    def remember(signum: int, frame: Any) -> None:
+        PENDING.append(signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, remember)
 
 
 class Session:
@@ -213,6 +225,10 @@ class Session:
 
         def note(signum: int, frame: Any) -> None:
             self.interrupted = signum
+
+        if PENDING:
+            self.interrupted = PENDING.pop()
+            PENDING.clear()
 
         old = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:

@@ -13,6 +13,7 @@ from typing import Any
 
 from yewpy.apps import APPS
 from yewpy.errors import InputError, UsageError
+from yewpy.operations.session import PENDING, remember_signals
 from yewpy.result import STOPPED, Result
 from yewpy.runtime.metrics import table
 
@@ -178,10 +179,29 @@ def _terminate(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def _end_on_signals() -> None:
+    """SIGTERM ends a run like Ctrl-C does, even when started with SIGINT ignored (`cmd &`); one
+    that came while the arguments were read ends it now."""
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _terminate)
+    if PENDING:
+        PENDING.clear()
+        raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _terminate)      # SIGTERM ends a run like Ctrl-C does
-    signal.signal(signal.SIGINT, _terminate)       # even when started with SIGINT ignored (`cmd &`)
+    remember_signals()          # until the flags say whether a signal is owed a checkpoint
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        print("yewpy: interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    if args.app in TOOLS or args.checkpoint is None:
+        _end_on_signals()
     if args.app in TOOLS:
         try:
             return importlib.import_module(TOOLS[args.app]).run(args)
@@ -201,9 +221,6 @@ def main(argv: list[str] | None = None) -> int:
         if _reports(exc):
             print(f"yewpy: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("yewpy: interrupted", file=sys.stderr)
-        return 130
     from yewpy.runtime.ranks import world
 
     comm = world()
