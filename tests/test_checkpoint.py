@@ -3,12 +3,16 @@ an uninterrupted one; damaged or foreign checkpoints are refused with the file a
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import pickle
 import random
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -95,7 +99,7 @@ def test_damaged_foreign_and_missing_checkpoints_are_refused(tmp_path):
     (tmp_path / "cut.ckpt").write_bytes(data[:-10])
     (tmp_path / "text.ckpt").write_text("hello\n")
     (tmp_path / "head.ckpt").write_bytes(data[:30])
-    cases = [("cut.ckpt", NQueens(9), 3, "truncated"), ("text.ckpt", NQueens(9), 1, "not a yewpy checkpoint"),
+    cases = [("cut.ckpt", NQueens(9), 4, "truncated"), ("text.ckpt", NQueens(9), 1, "not a yewpy checkpoint"),
              ("head.ckpt", NQueens(9), 2, "damaged or cut short"),
              ("q.ckpt", NQueens(10), 2, "another problem")]
     for name, problem, line, words in cases:
@@ -114,6 +118,54 @@ def test_a_checkpoint_of_another_yewpy_version_is_refused(tmp_path):
     checkpoint.write(path, {**header, "yewpy_version": "0.0.1"}, prior, tasks)
     with pytest.raises(InputError, match="written by yewpy 0.0.1"):
         NQueens(8).search(resume=str(path))
+
+
+class _Planted:
+    """Unpickling this runs code: it writes a file."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (Path(self.path).write_text, ("ran",))
+
+
+def test_a_checkpoint_not_signed_with_the_users_key_is_refused_unread(tmp_path, monkeypatch):
+    path, planted = tmp_path / "q.ckpt", tmp_path / "planted"
+    NQueens(8).search(checkpoint=str(path), node_limit=100)
+    magic, header, signature, payload = path.read_bytes().split(b"\n", 3)
+    evil = pickle.dumps({"prior": _Planted(str(planted)), "tasks": []})
+    digest = hashlib.sha256(evil).hexdigest()     # a consistent checksum: anyone can compute one
+    forged = json.dumps({**json.loads(header), "payload_bytes": len(evil), "payload_sha256": digest}).encode()
+    other = hmac.new(b"another user's key", forged, "sha256").hexdigest().encode()
+    for sig in (signature, b"hmac-sha256 " + other):
+        (tmp_path / "forged.ckpt").write_bytes(b"\n".join([magic, forged, sig, evil]))
+        with pytest.raises(InputError, match="not signed with this user's key") as err:
+            NQueens(8).search(resume=str(tmp_path / "forged.ckpt"))
+        assert err.value.line == 3 and not planted.exists()
+    monkeypatch.setenv(checkpoint.KEY_ENV, str(tmp_path / "other-key"))   # another user, same file
+    with pytest.raises(InputError, match="no checkpoint key at"):
+        NQueens(8).search(resume=str(path))
+    NQueens(8).search(checkpoint=str(tmp_path / "mine.ckpt"), node_limit=100)   # makes this key
+    with pytest.raises(InputError, match="not signed with this user's key"):
+        NQueens(8).search(resume=str(path))
+    assert not planted.exists()
+    pickle.loads(evil)                          # what loading it unchecked would have done
+    assert planted.read_text() == "ran"
+
+
+def test_the_key_is_made_private_under_the_config_folder_and_must_be_had(tmp_path, monkeypatch):
+    monkeypatch.delenv(checkpoint.KEY_ENV)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    NQueens(6).search(checkpoint=str(tmp_path / "q.ckpt"))
+    key = tmp_path / "config" / "yewpy" / "checkpoint-key"
+    assert key.stat().st_mode & 0o777 == 0o600 and len(bytes.fromhex(key.read_text())) == 32
+    assert NQueens(6).search(resume=str(tmp_path / "q.ckpt")).value == 4
+    monkeypatch.setenv(checkpoint.KEY_ENV, str(tmp_path / "absent-folder" / "file" / "key"))
+    (tmp_path / "absent-folder").write_text("a file where a folder should be")
+    with pytest.raises(yewpy.UsageError, match="cannot create the checkpoint key"):
+        NQueens(6).search(checkpoint=str(tmp_path / "r.ckpt"))
+    assert not (tmp_path / "r.ckpt").exists()
 
 
 def test_ordered_refuses_checkpoints(tmp_path):
@@ -212,7 +264,7 @@ def test_the_cli_refuses_a_damaged_checkpoint_on_every_rank(tmp_path, ranks):
     NQueens(9).search(checkpoint=str(path), node_limit=2000)
     path.write_bytes(path.read_bytes()[:-1])
     out = run_ranks(ranks, [*yewpy_cmd(), "nqueens", "9", "--resume", str(path)], timeout=60)
-    assert out.returncode == 2 and f"yewpy: error: {path}:3: checkpoint is truncated" in out.stderr
+    assert out.returncode == 2 and f"yewpy: error: {path}:4: checkpoint is truncated" in out.stderr
     assert "Traceback" not in out.stderr
 
 

@@ -70,6 +70,8 @@ class Session:
             problem_with = path is not None and rank == 0 and check_writable(path, what)
             if problem_with:
                 raise UsageError(problem_with)
+        if checkpoint is not None and rank == 0:
+            ckpt.signing_key(create=True)       # a key that cannot be had fails now, not at the end
         if resume or (checkpoint and rank == 0):
             self.fingerprint = ckpt.fingerprint(problem, KIND_NAMES[core.kind], options.get("max_depth"),
                                                 options.get("target"))
