@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 from yewpy.apps._knapsack import KnapsackCore
 from yewpy.errors import InputError
+from yewpy.numbers import parse_float, parse_int
 from yewpy.result import Result
 
 __all__ = ["Knapsack", "KnapsackInstance", "density_order", "read_knapsack"]
@@ -36,16 +36,14 @@ EXACT = 2 ** 53     # the engine compares objectives (and the compiled core adds
 
 
 def _number(path: str, lineno: int, word: str) -> Any:
+    """An integer when the word is one (exact), else a finite decimal number."""
     try:
-        return int(word)
+        return parse_int(word)
     except ValueError:
         try:
-            value = float(word)
+            return parse_float(word)
         except ValueError:
-            raise InputError(path, lineno, f"expected a number, got {word!r}") from None
-    if not math.isfinite(value):
-        raise InputError(path, lineno, f"expected a finite number, got {word!r}")
-    return value
+            raise InputError(path, lineno, f"expected a finite decimal number, got {word!r}") from None
 
 
 def _numbered_lines(path: str) -> list[tuple[int, list[str]]]:

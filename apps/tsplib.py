@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from yewpy.errors import InputError
+from yewpy.numbers import parse_float, parse_int
 
 __all__ = ["TsplibInstance", "att_distance", "ceil_distance", "distance_matrix", "euclidean_distance",
            "geo_distance", "read_tour", "read_tsplib", "tour_length"]
@@ -212,12 +213,10 @@ class _Reader:
 
 def _parse_number(reader: _Reader, lineno: int, word: str, integral: bool, what: str) -> float:
     try:
-        value = int(word) if integral else float(word)
+        return parse_int(word) if integral else parse_float(word)
     except ValueError:
-        raise reader.error(lineno, f"expected a number ({what}), got {word!r}") from None
-    if not math.isfinite(value):
-        raise reader.error(lineno, f"expected a finite number ({what}), got {word!r}")
-    return value
+        kind = "an integer" if integral else "a finite decimal number"
+        raise reader.error(lineno, f"expected {kind} ({what}), got {word!r}") from None
 
 
 def _parse(path: str, want_tour: bool, max_dimension: int | None = None) -> tuple[_Reader, dict]:

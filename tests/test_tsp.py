@@ -287,7 +287,7 @@ def test_cli_text_json_and_errors(tmp_path):
     bad = tmp_path / "bad.tsp"
     bad.write_text(COORDS + "1 0 0\n2 3 x\n3 1 1\n")
     st70 = INSTANCES / "tsp" / "st70.tsp"
-    for path, message in ((bad, f"{bad}:7: expected a number"), (st70, "at most 64")):
+    for path, message in ((bad, f"{bad}:7: expected a finite decimal number"), (st70, "at most 64")):
         out = subprocess.run([*yewpy_cmd(), "tsp", str(path)], capture_output=True, text=True, timeout=60)
         assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
 

@@ -1,0 +1,31 @@
+"""How numbers in input files are read: plain ASCII decimal only, as C's readers and the file
+formats' own tools read them.  Python's ``int``/``float`` also take ``1_000``, ``٣`` and
+``0x10``-like spellings that would silently give a different problem than the file's author meant."""
+
+from __future__ import annotations
+
+import math
+import re
+
+__all__ = ["parse_float", "parse_int"]
+
+_INT = re.compile(r"[-+]?[0-9]+\Z")
+_FLOAT = re.compile(r"[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\Z")
+
+
+def parse_int(word: str) -> int:
+    """A decimal integer such as ``42`` or ``-7``; ValueError for anything else."""
+    if not _INT.match(word):
+        raise ValueError(f"not an integer: {word!r}")
+    return int(word)
+
+
+def parse_float(word: str) -> float:
+    """A finite decimal number such as ``3``, ``-0.5`` or ``1e6``; ValueError for anything else
+    (``nan``, ``inf``, and values beyond a double's range included)."""
+    if not _FLOAT.match(word):
+        raise ValueError(f"not a number: {word!r}")
+    value = float(word)
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite number: {word!r}")
+    return value
