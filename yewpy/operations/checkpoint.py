@@ -137,7 +137,7 @@ def read(path: str | Path, fingerprint: str | None = None, version: str | None =
         key = signing_key()
     except UsageError as exc:
         raise InputError(path, 3, f"cannot check the signature: {exc}") from None
-    if not hmac.compare_digest(words[1].decode(errors="replace"), _signature(key, line, payload)):
+    if not hmac.compare_digest(words[1], _signature(key, line, payload).encode()):
         raise InputError(path, 3, f"checkpoint was not signed with this user's key ({key_path()}); "
                                   "it is refused unread (a checkpoint's pickle could run code)")
     if version is not None and header.get("yewpy_version") != version:
