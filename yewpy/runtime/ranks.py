@@ -4,6 +4,9 @@ the ranks' agreement that every one of them could start."""
 from __future__ import annotations
 
 import os
+import signal
+import sys
+import threading
 import time
 import warnings
 from typing import Any
@@ -43,9 +46,7 @@ def world() -> Any:
     its own (``srun`` without ``--mpi``, or one MPI's launcher with another MPI's mpi4py)."""
     if not launched_by_mpi():
         return None
-    with warnings.catch_warnings():             # mpi4py's own warning about another MPI's launcher
-        warnings.simplefilter("ignore", RuntimeWarning)     # on every task: ours below, once
-        from mpi4py import MPI
+    MPI = _start_mpi()
 
     comm = MPI.COMM_WORLD
     if comm.Get_size() == 1:
@@ -59,6 +60,24 @@ def world() -> Any:
                     f"was built against ({MPI.Get_library_version().splitlines()[0].strip()})",
                     speaker=os.environ.get(number, "0") == "0")
     return comm
+
+
+def _start_mpi() -> Any:
+    """Import mpi4py's MPI, which runs MPI_Init.  That call waits in C for every rank to start it
+    and no Python signal handler runs meanwhile, so SIGTERM and SIGINT keep their default action
+    (end the process) until it returns: a job with a rank that never started MPI still ends on
+    them (``scancel``, Ctrl-C), instead of waiting forever."""
+    held = {}
+    if "mpi4py.MPI" not in sys.modules and threading.current_thread() is threading.main_thread():
+        held = {sig: signal.signal(sig, signal.SIG_DFL) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with warnings.catch_warnings():         # mpi4py's own warning about another MPI's launcher
+            warnings.simplefilter("ignore", RuntimeWarning)     # on every task: ours in world(), once
+            from mpi4py import MPI
+    finally:
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
+    return MPI
 
 
 def joined(comm: Any) -> bool:
