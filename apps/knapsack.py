@@ -85,8 +85,9 @@ def _read_counted(path: str) -> KnapsackInstance:
     """instances_01_KP: 'n capacity' (one or two lines), n 'profit weight' lines, maybe a 0/1 vector."""
     lines = _numbered_lines(path)
     head = [w for _, words in lines[:2] for w in words][:2]
-    if len(head) < 2:
-        raise InputError(path, 1, "expected 'n capacity'")
+    if len(head) < 2 or len(lines[0][1]) > 2 or (len(lines[0][1]) == 1 and len(lines[1][1]) != 1):
+        raise InputError(path, lines[0][0] if lines else 1, "expected 'n capacity' (on one line, or n and "
+                                                            "then the capacity alone on the next)")
     n = _number(path, lines[0][0], head[0])
     if not isinstance(n, int) or n < 0:
         raise InputError(path, lines[0][0], f"item count must be a non-negative integer, got {head[0]}")

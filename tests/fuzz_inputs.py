@@ -242,7 +242,7 @@ def oracle_tsp(data: bytes) -> int:
             keys[key.strip()] = value.strip()
         elif section == "NODE_COORD_SECTION":
             words = line.split()
-            if len(words) != 3 or not ASCII_INT.match(words[0]):
+            if len(words) != 3 or not re.fullmatch(r"[-+]?[0-9]+", words[0]):      # fscanf's %d
                 raise Invalid("coord line")
             coords.setdefault(int(words[0]), (_decimal(words[1]), _decimal(words[2])))
             k += 1
@@ -421,6 +421,23 @@ def tsp_bases() -> list[bytes]:
     return bases
 
 
+def _verdict(oracle, *inputs):
+    """The oracle's answer, or its refusal."""
+    try:
+        return oracle(*inputs)
+    except Invalid as exc:
+        return exc
+
+
+def _same(key: str, expect):
+    """A judge of the JSON result: yewpy's ``key`` must be the oracle's answer."""
+    def answer(result: dict) -> str | None:
+        if isinstance(expect, Invalid):
+            return f"accepted; the oracle refuses it: {expect}"
+        return None if result[key] == expect else f"{key} {result[key]}, oracle {expect}"
+    return answer
+
+
 def cases_dimacs(rng: random.Random, folder: Path, count: int):
     for k in range(count):
         name = rng.choice(DIMACS)
@@ -492,16 +509,8 @@ def cases_tsp(rng: random.Random, folder: Path, count: int):
         data = mutate(rng.choice(bases), rng)
         path = folder / f"t{k}.tsp"
         path.write_bytes(data)
-        try:
-            expect = oracle_tsp(data)
-        except Invalid as exc:
-            expect = exc
-
-        def answer(r, e=expect):
-            if isinstance(e, Invalid):
-                return f"accepted; oracle: {e}"
-            return None if r["objective"] == e else f"tour {r['objective']}, oracle {e}"
-        yield ["tsp", str(path), "--json", "--quiet"], [str(path)], expect, answer
+        expect = _verdict(oracle_tsp, data)
+        yield ["tsp", str(path), "--json", "--quiet"], [str(path)], expect, _same("objective", expect)
 
 
 def cases_lad(rng: random.Random, folder: Path, count: int):
@@ -514,17 +523,9 @@ def cases_lad(rng: random.Random, folder: Path, count: int):
                 data = mutate(data, rng)
             files[role] = (folder / f"{role}{k}", data)
             files[role][0].write_bytes(data)
-        try:
-            expect = embeds(oracle_lad(files["p"][1]), oracle_lad(files["t"][1]))
-        except Invalid as exc:
-            expect = exc
-
-        def answer(r, e=expect):
-            if isinstance(e, Invalid):
-                return f"accepted; oracle: {e}"
-            return None if r["found"] == e else f"found {r['found']}, oracle {e}"
+        expect = _verdict(lambda p, t: embeds(oracle_lad(p), oracle_lad(t)), files["p"][1], files["t"][1])
         yield (["sip", str(files["p"][0]), str(files["t"][0]), "--json", "--quiet"],
-               [str(files["p"][0]), str(files["t"][0])], expect, answer)
+               [str(files["p"][0]), str(files["t"][0])], expect, _same("found", expect))
 
 
 def cases_checkpoint(rng: random.Random, folder: Path, count: int):
@@ -621,7 +622,10 @@ def _uts_exact(argv: list[str]) -> int | None:
             except ValueError:
                 return None                 # a name such as 'geometric', or a refused value
     p = params
-    counted = uts_tree(p["t"], p["b"], p["d"], p["a"], p["q"], p["m"], p["r"], p["f"], limit=20000)
+    try:
+        counted = uts_tree(p["t"], p["b"], p["d"], p["a"], p["q"], p["m"], p["r"], p["f"], limit=20000)
+    except (ValueError, OverflowError, ZeroDivisionError):     # parameters yewpy refuses (nan, ...)
+        return None
     return None if counted is None else counted[0]
 
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fault_scenarios import wait_for_checkpoint
 
 import yewpy
 from support import DepthHistogram, mpiexec, run_ranks, yewpy_cmd
@@ -212,20 +213,11 @@ def _start(ranks, args):
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
-def _wait_for_header(path, status, deadline=30.0):
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        if path.exists() and _header(path)["status"] == status:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"no {status} checkpoint at {path}")
-
-
 def test_kill_9_loses_only_the_work_since_the_last_checkpoint(tmp_path):
     path = tmp_path / "q.ckpt"
     proc = _start(3, ["nqueens", "15", "--skeleton", "stacksteal", "--chunked", "--quiet",
                       "--checkpoint", str(path), "--checkpoint-every", "0.2"])
-    _wait_for_header(path, "running")
+    wait_for_checkpoint(path, "running")
     time.sleep(0.3)
     import os
 
@@ -243,7 +235,7 @@ def test_a_signal_writes_a_final_checkpoint_and_exits_130(tmp_path, sig, ranks, 
     path = tmp_path / "q.ckpt"
     proc = _start(ranks, ["nqueens", "15", "--skeleton", "budget", "-b", "500", "--json", "--quiet",
                           "--checkpoint", str(path), "--checkpoint-every", "0.2"])
-    _wait_for_header(path, "running")
+    wait_for_checkpoint(path, "running")
     proc.send_signal(sig)                                  # mpiexec forwards it to every rank
     if twice:                                              # Ctrl-C twice: the second must not cut
         time.sleep(0.02)                                   # the final checkpoint short

@@ -108,6 +108,9 @@ def test_random_knapsacks_against_brute_force(pairs, capacity, coordination, pru
     ("", "2 10\n1 2\nnan 4\n", 3),                    # a NaN profit: "Final Weight: nan", optimal
     ("", "2 10\n1 2\n3 inf\n", 3),
     ("", "1 nan\n1 2\n", 1),
+    ("", "2\n10 30\n1 2\n3 4\n", 1),                # capacity 10 and 30 ignored: another problem
+    ("", "2 10\n1_000 2\n3 4\n", 2),                 # Python's int() reads 1_000 as 1000
+    ("", "2 10\n\u0663 2\n3 4\n", 2),                # ... and Arabic-Indic 3 as 3
 ])
 def test_malformed_files_name_the_line(tmp_path: Path, suffix, text, line):
     assert_names_line(read_knapsack, tmp_path / f"bad{suffix}", text, line)
@@ -122,3 +125,21 @@ def test_numbers_the_search_cannot_hold_exactly_are_refused(tmp_path: Path, text
     path.write_text(text)
     with pytest.raises(InputError, match=f"{what} .* above 2\\^53"):
         read_knapsack(str(path))
+
+
+@pytest.mark.parametrize("opt, line", [(b"", 1), (b"\xff\xfe", None), (b"12 13\n", 1), (b"12\n13\n", 2),
+                                       (b"x\n", 1), (None, None)])
+def test_a_bad_optimum_file_beside_the_instance_is_an_error(tmp_path: Path, opt, line):
+    path = tmp_path / "inst"
+    path.write_text("2 10\n1 2\n3 4\n")
+    if opt is None:
+        (tmp_path / "inst.opt").mkdir()
+    else:
+        (tmp_path / "inst.opt").write_bytes(opt)
+    with pytest.raises(InputError) as err:
+        read_knapsack(str(path))
+    assert err.value.path == f"{path}.opt" and err.value.line == line
+    if opt is not None:                         # the same instance with a good one
+        (tmp_path / "inst.opt").write_text("4\n")
+        assert read_knapsack(str(path)).optimum == 4
+

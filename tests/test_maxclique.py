@@ -148,3 +148,20 @@ def test_a_corrupted_gzip_stream_is_an_input_error(tmp_path, instances):
         bad.write_bytes(bytes(data))
         with pytest.raises(InputError):
             read_dimacs(str(bad))
+
+
+def test_memory_follows_the_edges_not_the_p_line(tmp_path):
+    """16 bytes that claimed 100,000 vertices took 2 x 9.3 GiB; vertices without an edge are in
+    no clique of two, so only the others are searched, with the same answers."""
+    empty = tmp_path / "empty.clq"
+    empty.write_text("p edge 100000 0\n")
+    result = MaxClique.from_file(str(empty)).search()
+    assert (result.objective, result.solution) == (1, [1])
+    sparse = tmp_path / "sparse.clq"
+    sparse.write_text("p edge 1000000000000 3\ne 5 999999999999\ne 5 7\ne 7 999999999999\n")
+    graph = MaxClique.from_file(str(sparse))
+    assert graph.size == 3 and graph.search().solution == [5, 7, 999999999999]
+    assert graph.search(decision=4).found is False and graph.is_clique([5, 7]) and not graph.is_clique([1, 5])
+    lonely = MaxClique(5, [(1, 3)])
+    assert lonely.search().solution == [1, 3] and lonely.search(decision=2).found
+

@@ -303,3 +303,19 @@ def test_two_mpi_ranks_give_the_sequential_answer():
     assert (data["objective"], data["status"], data["ranks"]) == (6859, "optimal", 2)
     problem = Tsp.from_file(str(INSTANCES / "tsp" / "ulysses16.tsp"))
     assert problem.length(data["solution"]) == 6859
+
+
+def test_a_header_dimension_allocates_nothing_before_the_data_is_counted(tmp_path):
+    """DIMENSION 99999 with EXPLICIT weights built n^2 Python tuples before reading any number."""
+    path = tmp_path / "big.tsp"
+    path.write_text("TYPE: TSP\nDIMENSION: 99999\nEDGE_WEIGHT_TYPE: EXPLICIT\n"
+                    "EDGE_WEIGHT_FORMAT: FULL_MATRIX\nEDGE_WEIGHT_SECTION\n0 1\n1 0\nEOF\n")
+    with pytest.raises(InputError, match=f"{path}:8: expected 9999800001 edge weights, found 4"):
+        read_tsplib(str(path))
+    with pytest.raises(InputError, match=f"{path}:2: DIMENSION 99999: this search supports at most 64"):
+        Tsp.from_file(str(path))
+    path.write_text("TYPE: TSP\nDIMENSION: \u00b2\nEDGE_WEIGHT_TYPE: EUC_2D\n"
+                    "NODE_COORD_SECTION\n1 0 0\nEOF\n")
+    with pytest.raises(InputError, match=":2: DIMENSION must be a positive integer"):
+        read_tsplib(str(path))
+
