@@ -34,7 +34,8 @@ PLANTED = textwrap.dedent("""
         def root(self):
             return 0
         def children(self, node):
-            if node >= 2 and os.environ.get("PMI_RANK") == os.environ["FAILING"]:
+            rank = os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK"))
+            if node >= 2 and rank == os.environ["FAILING"]:
                 raise ValueError("planted on the last rank")
             if node < 7:
                 for _ in range(7):
@@ -82,7 +83,8 @@ def resumes_exactly(path: Path, ranks: int = 2) -> bool:
 
 
 def rank_pids(launcher: int, rank: int) -> list[int]:
-    """The processes of one MPI rank (by PMI_RANK) among the launcher's descendants."""
+    """The processes of one MPI rank (by Hydra's or Open MPI's rank variable) among the
+    launcher's descendants."""
     children: dict[int, list[int]] = {}
     for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -99,7 +101,7 @@ def rank_pids(launcher: int, rank: int) -> list[int]:
             env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if f"PMI_RANK={rank}".encode() in env:
+        if f"PMI_RANK={rank}".encode() in env or f"OMPI_COMM_WORLD_RANK={rank}".encode() in env:
             found.append(pid)
     return found
 

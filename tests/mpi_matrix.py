@@ -14,6 +14,8 @@ from yewpy.apps.knapsack_python import KnapsackPy
 from yewpy.apps.maxclique import MaxClique
 from yewpy.apps.nqueens import NQueens
 
+RANK = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK", "0")  # Hydra, Open MPI
+
 COORDINATIONS = [("seq", {}), ("stacksteal", {}), ("stacksteal", {"chunked": True}),
                  ("depthbounded", {"spawn_depth": 2}), ("budget", {"backtracks": 100}),
                  ("budget", {"backtracks": 20, "spawn_all": True, "pool": "deque"})]
@@ -51,7 +53,7 @@ def main(shared, seed):
         out[key + " knapsack"] = Knapsack.from_instance(kp).search(name, **params).objective
         python_kp = KnapsackPy(kp.profits, kp.weights, kp.capacity)
         out[key + " knapsack_py"] = python_kp.search(name, **params).objective
-    with open(f"matrix.{os.environ.get('PMI_RANK', '0')}.json", "w") as f:
+    with open(f"matrix.{RANK}.json", "w") as f:
         json.dump(out, f)
 
 

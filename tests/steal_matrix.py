@@ -17,6 +17,8 @@ from yewpy.apps.knapsack_python import KnapsackPy
 from yewpy.apps.maxclique import MaxClique
 from yewpy.apps.nqueens import NQueens
 
+RANK = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK", "0")  # Hydra, Open MPI
+
 STEALS = ["half", "level", "one"]
 COORDINATIONS = [("stacksteal", {}), ("depthbounded", {"spawn_depth": 2}), ("budget", {"backtracks": 50})]
 ORDERED = [("ordered", {"spawn_depth": 1, "window": 1}), ("ordered", {"spawn_depth": 2, "window": 3}),
@@ -59,7 +61,7 @@ def main(shared, small):
         yes, no = (graph.search(name, decision=t, **params) for t in (target, target + 1))
         out[key + " clique=target"] = [yes.found, yes.status]
         out[key + " clique>target"] = [no.found, no.status]
-    with open(f"steal.{os.environ.get('PMI_RANK', '0')}.json", "w") as f:
+    with open(f"steal.{RANK}.json", "w") as f:
         json.dump(out, f)
 
 

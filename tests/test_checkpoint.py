@@ -317,7 +317,7 @@ def write(*args, **kwargs):
     return real(*args, **kwargs)
 checkpoint.write = write
 result = NQueens(13).search("stacksteal", checkpoint=sys.argv[1], checkpoint_every=0.002)
-if os.environ.get("PMI_RANK") == "0":       # every rank has the result; one prints it
+if os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK")) == "0":   # one rank prints it
     print(result.value, result.nodes, result.metrics.get("checkpoint_error"))
 """
 

@@ -70,7 +70,8 @@ SCRIPT = textwrap.dedent("""
 
     BOOM = len(sys.argv) > 1
     result = Tree().search("depthbounded", spawn_depth=2)
-    with open(f"result.{os.environ.get('PMI_RANK', '0')}", "w") as out:
+    rank = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK", "0")
+    with open(f"result.{rank}", "w") as out:
         out.write(f"{dict(result.value)} {result.nodes}")
 """)
 
@@ -144,7 +145,8 @@ RANK_FAILS = textwrap.dedent("""
         def root(self):
             return 0
         def children(self, node):
-            if node >= 1 and os.environ.get("PMI_RANK") == "1":
+            rank = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")
+            if node >= 1 and rank == "1":
                 raise ValueError("planted on rank 1")
             if node < 6:
                 for _ in range(6):
@@ -232,7 +234,8 @@ UNPICKLABLE = textwrap.dedent("""
     try:
         Locked().search(checkpoint="x.ckpt")
     except yewpy.UsageError as error:
-        with open(f"said.{os.environ['PMI_RANK']}", "w") as out:
+        rank = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")
+        with open(f"said.{rank}", "w") as out:
             out.write(str(error))
 """)
 

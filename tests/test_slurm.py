@@ -177,6 +177,7 @@ def test_submit_sweep_right_sizes_tasks_and_chains_the_merge(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "sbatch").write_text('#!/bin/bash\necho "$*" >> "$FAKE_LOG"\n'
+                                    '[[ "$*" != *--dependency* ]] || cat > "$FAKE_LOG.merge"\n'
                                     'echo $(( 700 + $(wc -l < "$FAKE_LOG") ))";cluster"\n')
     (bin_dir / "sbatch").chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
@@ -190,7 +191,9 @@ def test_submit_sweep_right_sizes_tasks_and_chains_the_merge(tmp_path):
         "--parsable --array=0 --nodes=1", "--parsable --array=1 --nodes=4", "--parsable --array=2 --nodes=16"]
     assert all(c.endswith("scaling-sweep.sbatch tsp gr17.tsp") for c in calls[:3])
     assert "--dependency=afterok:701:702:703" in calls[3]
-    assert "yewpy scaling --merge" in calls[3] and "out\\ dir/nodes-*" in calls[3]
+    merge = (tmp_path / "log.merge").read_text()        # the merge job's script, on sbatch's stdin
+    assert merge.startswith("#!/bin/bash\n")            # not --wrap: /bin/sh has no `source`
+    assert "yewpy scaling --merge" in merge and "out\\ dir/nodes-*" in merge
     assert out.stdout.strip() == "704;cluster" and (tmp_path / "out dir").is_dir()
 
 
