@@ -53,12 +53,18 @@ def test_allocation_variables():
 @pytest.fixture
 def fake_bin(tmp_path):
     """A bin folder with a stand-in ``srun``: it logs its argv, drops the SLURM_ variables (so the
-    mpich mpiexec does not look for a real Slurm) and runs the command on --ntasks ranks."""
+    mpich mpiexec does not look for a real Slurm) and runs the command on --ntasks ranks; and a
+    stand-in ``scancel --signal=SIG`` that signals the tasks of that srun, as Slurm's does."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
+    scancel = bin_dir / "scancel"
+    scancel.write_text('#!/bin/bash\necho "scancel $*" >> "$FAKE_LOG"\n'
+                       'kill -"${1#--signal=}" "$(cat "$FAKE_LOG.srun")"\n')
+    scancel.chmod(0o755)
     srun = bin_dir / "srun"
     srun.write_text(f"""#!/bin/bash
 echo "srun $*" >> "$FAKE_LOG"
+echo $$ > "$FAKE_LOG.srun"
 n=1
 while [[ $# -gt 0 && $1 == -* ]]; do
   case $1 in --ntasks=*) n=${{1#--ntasks=}};; esac
@@ -206,11 +212,13 @@ def test_scripts_run_a_search_and_pass_sigterm_on(tmp_path, fake_bin):
     assert (data["value"], data["ranks"], data["nodes"]) == (92, 2, 2057)
     assert "--mpi=pmi2" in (tmp_path / "launches.log").read_text()     # srun without it: N copies
     # Slurm's wall-time warning goes to the batch shell (B:); the script must hand it to the search
+    # through Slurm (srun itself would kill its tasks on a SIGTERM of its own)
     waiter = tmp_path / "waiter.py"
     waiter.write_text("import signal, sys, time\n"
                       "signal.signal(signal.SIGTERM, lambda *a: (print('search got SIGTERM'), sys.exit(7)))\n"
                       "print('ready', flush=True)\ntime.sleep(60)\n")
-    (fake_bin / "srun").write_text(f'#!/bin/bash\nexec {sys.executable} {waiter}\n')
+    (fake_bin / "srun").write_text(f'#!/bin/bash\necho $$ > "$FAKE_LOG.srun"\n'
+                                   f'exec {sys.executable} {waiter}\n')
     script = subprocess.Popen(["bash", str(SLURM / "multi-node.sbatch")], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env)
     assert script.stdout.readline() == "ready\n"
@@ -218,6 +226,7 @@ def test_scripts_run_a_search_and_pass_sigterm_on(tmp_path, fake_bin):
     script.send_signal(signal.SIGTERM)
     stdout, stderr = script.communicate(timeout=30)
     assert script.returncode == 7 and "search got SIGTERM" in stdout and "passing it on" in stderr
+    assert "scancel --signal=TERM" in (tmp_path / "launches.log").read_text()
     assert time.monotonic() - start < 10
 
 
