@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -62,6 +63,16 @@ def mpiexec() -> str:
     from yewpy.tools.launch import find_mpiexec
 
     return find_mpiexec()
+
+
+@functools.cache
+def launcher_is_open_mpi() -> bool:
+    """True when the tests' mpiexec is Open MPI's (the second MPI of ``tests/cluster_tests.sh``),
+    whose mpirun handles signals its own way: it exits 1 when signalled, and a second Ctrl-C
+    kills the ranks at once."""
+    out = subprocess.run([mpiexec(), "--version"], capture_output=True, text=True, timeout=30)
+    text = out.stdout + out.stderr
+    return any(name in text for name in ("Open MPI", "OpenRTE", "open-mpi.org"))
 
 
 def run_ranks(n: int, args: list[str], timeout: float = 120, cwd: Path | None = None

@@ -18,7 +18,7 @@ import pytest
 from fault_scenarios import wait_for_checkpoint
 
 import yewpy
-from support import DepthHistogram, mpiexec, run_ranks, yewpy_cmd
+from support import DepthHistogram, launcher_is_open_mpi, mpiexec, run_ranks, yewpy_cmd
 from yewpy.apps.knapsack_python import KnapsackPy
 from yewpy.apps.maxclique import MaxClique
 from yewpy.apps.nqueens import NQueens
@@ -241,11 +241,17 @@ def test_a_signal_writes_a_final_checkpoint_and_exits_130(tmp_path, sig, ranks, 
         time.sleep(0.02)                                   # the final checkpoint short
         proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
-    assert "interrupted; checkpoint written to" in err and "Traceback" not in err
-    if not twice:                           # on a second signal Hydra's mpiexec exits on its own
-        assert proc.returncode == 130, err  # terms (255 or the signal), after yewpy wrote its file
+    assert "Traceback" not in err
+    if twice and launcher_is_open_mpi():    # Open MPI's mpirun kills the ranks at a second signal:
+        assert _header(path)["status"] in ("running", "interrupted")     # the last good one stays
+    else:
+        assert "interrupted; checkpoint written to" in err
+        assert _header(path)["status"] == "interrupted"
+    # On a second signal Hydra's mpiexec exits on its own terms (255 or the signal), after yewpy
+    # wrote its file; Open MPI's mpirun exits 1 whenever it was signalled.
+    if not twice:
+        assert proc.returncode == (1 if launcher_is_open_mpi() else 130), err
         assert json.loads(out.strip().splitlines()[-1])["status"] == "interrupted"
-    assert _header(path)["status"] == "interrupted"
     done = _json(run_ranks(2, [*yewpy_cmd(), "nqueens", "15", "--json", "--resume", str(path)]))
     assert (done["value"], done["nodes"]) == (2279184, 171129072)
 
