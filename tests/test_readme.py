@@ -22,3 +22,15 @@ def test_readme_starts_with_the_two_commands():
     blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)
     assert "mpiexec -n 2" in blocks[0] and "yewpy" in blocks[0]
     assert blocks[1].strip().endswith("pytest")
+
+
+def test_the_first_command_installs_what_draws_the_plots():
+    """`yewpy scaling` and `yewpy report` draw PNGs after the README's first command."""
+    import tomllib
+
+    first = re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)[0]
+    extras = re.search(r'\.\[([\w,-]+)\]', first).group(1).split(",")
+    project = tomllib.loads((README.parent / "pyproject.toml").read_text())["project"]
+    optional = project["optional-dependencies"]
+    assert any(dep.startswith("matplotlib") for extra in extras for dep in optional[extra])
+
