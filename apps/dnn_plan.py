@@ -7,6 +7,7 @@ Branch and bound over pipeline shape, then stage by stage (yewpy.apps.dnn.planne
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from dataclasses import replace
 from typing import Any
@@ -42,6 +43,8 @@ def parse_fix(text: str) -> dict:
         if FIX_KEYS[key] is int:
             if not (value.isascii() and value.isdigit()) or int(value) < (0 if key == "zero" else 1):
                 raise UsageError(f"bad --fix item {item!r}: {key} takes a positive integer")
+            if key == "zero" and int(value) > 3:
+                raise UsageError(f"bad --fix item {item!r}: ZeRO stages are 0, 1, 2 and 3")
             out[key] = int(value)
         else:
             allowed = SCHEDULES if key == "schedule" else RECOMPUTE
@@ -113,6 +116,22 @@ def sensitivity(model: Model, cluster: Cluster, train: Training, leaves: list) -
     }
 
 
+def check_ranges(args: argparse.Namespace) -> None:
+    """Every numeric option within what it means: an error, never a silent other value."""
+    for flag, value, low, high, open_low in (
+            ("--eta", args.eta, 0.0, 1.0, True),                  # a share of peak FLOP/s
+            ("--eta-h0", args.eta_h0, 0.0, math.inf, False),
+            ("--memory-fraction", args.memory_fraction, 0.0, 1.0, True),
+            ("--grad-bytes", args.grad_bytes, 0.0, 64.0, False),
+            ("--optimizer-bytes", args.optimizer_bytes, 0.0, 64.0, False)):
+        if not (math.isfinite(value) and (value > low if open_low else value >= low) and value <= high):
+            side = "(" if open_low else "["
+            raise UsageError(f"{flag} must be in {side}{low:g}, {high:g}], got {value}")
+    for flag, value in (("--seq", args.seq), ("--max-tp", args.max_tp)):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} must be a positive integer, got {value}")
+
+
 def training_from_args(args: argparse.Namespace, model: Model) -> Training:
     def listed(text: str, allowed: tuple, name: str, kind: type = str) -> tuple:
         items = tuple(kind(x) if kind is str or (x.isascii() and x.isdigit()) else x for x in text.split(","))
@@ -123,6 +142,7 @@ def training_from_args(args: argparse.Namespace, model: Model) -> Training:
 
     if args.global_batch < 1:
         raise UsageError("--global-batch must be positive")
+    check_ranges(args)
     weight = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0}[args.precision]
     return Training(
         global_batch=args.global_batch,

@@ -318,7 +318,8 @@ def test_malformed_inputs_name_the_line(tmp_path):
         read_cluster(str(tmp_path / "missing.json"))
 
 
-@pytest.mark.parametrize("text", ["tp", "tp=", "tp=x", "foo=2", "schedule=zigzag", "tp=0"])
+@pytest.mark.parametrize("text", ["tp", "tp=", "tp=x", "foo=2", "schedule=zigzag", "tp=0", "zero=7",
+                                  "tp=\u00b2"])
 def test_bad_fix_is_usage_error(text):
     with pytest.raises(UsageError):
         parse_fix(text)
@@ -353,3 +354,37 @@ def test_cli_json_and_two_ranks(tmp_path):
     assert par["ranks"] == 2 and par["plan"] == out["plan"] and par["top"] == out["top"]
     bad = subprocess.run([*yewpy_cmd(), *args[:-1], "--fix", "tp=8,bogus"], capture_output=True, text=True)
     assert bad.returncode == 2 and "bad --fix" in bad.stderr
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--eta", "0"], "--eta must be in (0, 1]"), (["--eta", "-1"], "--eta must be in (0, 1]"),
+    (["--eta", "nan"], "--eta must be in (0, 1]"), (["--eta", "5"], "--eta must be in (0, 1]"),
+    (["--seq", "0"], "--seq must be a positive integer"), (["--seq", "-5"], "--seq must be a positive"),
+    (["--memory-fraction", "2"], "--memory-fraction must be in (0, 1]"),
+    (["--grad-bytes", "-1"], "--grad-bytes must be in [0, 64]"),
+    (["--optimizer-bytes", "inf"], "--optimizer-bytes must be in [0, 64]"),
+    (["--eta-h0", "-3"], "--eta-h0 must be in [0, inf]"),
+    (["--cluster", "dgx-a100-80g:2x16"], "bad cluster group 'dgx-a100-80g:2x16': a dgx-a100-80g node has 8"),
+])
+def test_numeric_options_out_of_range_are_one_line_errors(flags, message):
+    """They ended in a traceback (--eta 0, --seq -5, nan) or were taken silently (--eta 5 gave
+    1085 TF/s on a 312 TF/s GPU; --seq 0 became the model's default; 16 GPUs on an 8-GPU node)."""
+    args = {"--model": "gpt3-175b", "--cluster": "dgx-a100-80g:4x8", "--global-batch": "64"}
+    args.update(dict(zip(flags[::2], flags[1::2])))
+    out = subprocess.run([*yewpy_cmd(), "dnn-plan", *[w for kv in args.items() for w in kv]],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stderr.startswith(f"yewpy: error: {message}"), out.stderr
+    assert "Traceback" not in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_model_files_that_are_not_utf8_or_plan_nothing_are_refused(tmp_path):
+    binary = tmp_path / "m.json"
+    binary.write_bytes(b"\xff\xfe{}")
+    with pytest.raises(InputError, match="cannot read"):
+        read_model(str(binary))
+    zero = {"name": "z", "seq": 8,
+            "blocks": [{"params": 0, "flops_per_token": 0, "boundary": 0, "repeat": 2}]}
+    (tmp_path / "z.json").write_text(json.dumps(zero))
+    with pytest.raises(InputError, match="every block has zero FLOPs"):
+        read_model(str(tmp_path / "z.json"))
+

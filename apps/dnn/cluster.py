@@ -122,6 +122,9 @@ def parse_spec(spec: str) -> Cluster:
         g = int(m.group(3) or base.gpus_per_node)
         if nodes < 1 or g < 1:
             raise UsageError(f"bad cluster group {part!r}: nodes and GPUs per node must be positive")
+        if g > base.gpus_per_node:
+            raise UsageError(f"bad cluster group {part!r}: a {base.name} node has {base.gpus_per_node} GPUs, "
+                             f"not {g}")
         groups.append(replace(base, nodes=nodes, gpus_per_node=g))
     return Cluster(groups)
 

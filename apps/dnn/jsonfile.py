@@ -37,8 +37,8 @@ def load(path: str) -> Any:
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         return _LineDecoder().decode(text)
     except json.JSONDecodeError as exc:

@@ -238,6 +238,9 @@ def read_model(path: str) -> Model:
         label = jsonfile.field(path, obj, "name", str, f"block{len(blocks)}", None)
         repeat = jsonfile.field(path, obj, "repeat", int, 1, 1)
         blocks += [Block(label if repeat == 1 else f"{label}{i}", **values) for i in range(repeat)]
+    if not any(b.flops_per_token > 0 or b.flops_per_token_sq > 0 for b in blocks):
+        raise InputError(path, doc.line, "every block has zero FLOPs: there is nothing to plan "
+                                         "(give flops_per_token)")
     return Model(str(name), blocks, seq)
 
 
