@@ -96,6 +96,9 @@ SlurmdParameters=config_overrides
 MpiDefault=none
 ReturnToService=2
 KillWait=5
+# job ids differ from one throwaway cluster to the next: MPICH names its shared-memory segments
+# after the job step, and a segment left by a killed job would clash with the same id's next run
+FirstJobId=$(( (RANDOM << 15 | RANDOM) % 50000000 + 1000 ))
 MinJobAge=600
 SchedulerType=sched/backfill
 NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
