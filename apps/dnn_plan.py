@@ -143,6 +143,12 @@ def training_from_args(args: argparse.Namespace, model: Model) -> Training:
     if args.global_batch < 1:
         raise UsageError("--global-batch must be positive")
     check_ranges(args)
+    fix = parse_fix(args.fix or "")
+    for key, what in (("heads", "attention heads"), ("kv_heads", "key/value head groups")):
+        count = (model.meta or {}).get(key)
+        if "tp" in fix and count and count % fix["tp"]:
+            raise UsageError(f"--fix tp={fix['tp']}: the tensor-parallel degree must divide the model's "
+                             f"{count} {what} (Megatron-LM refuses it)")
     weight = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0}[args.precision]
     return Training(
         global_batch=args.global_batch,
@@ -158,7 +164,7 @@ def training_from_args(args: argparse.Namespace, model: Model) -> Training:
         schedules=listed(args.schedules, SCHEDULES, "schedules"),
         max_tp=args.max_tp,
         memory_fraction=args.memory_fraction,
-        fix=parse_fix(args.fix or ""),
+        fix=fix,
     )
 
 

@@ -388,3 +388,18 @@ def test_model_files_that_are_not_utf8_or_plan_nothing_are_refused(tmp_path):
     with pytest.raises(InputError, match="every block has zero FLOPs"):
         read_model(str(tmp_path / "z.json"))
 
+
+def test_tensor_parallelism_divides_the_attention_heads(tmp_path):
+    """25 heads at tp = 8 was planned (Megatron-LM's arguments.py asserts heads % tp == 0)."""
+    model = tmp_path / "h25.json"
+    model.write_text(json.dumps({"transformer": {"layers": 8, "hidden": 1600, "heads": 25, "vocab": 50257,
+                                                 "seq": 1024}}))
+    base = [*yewpy_cmd(), "dnn-plan", "--model", str(model), "--cluster", "dgx-a100-80g:1x8",
+            "--global-batch", "64", "--json", "--top", "5"]
+    out = subprocess.run(base, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    plans = json.loads(out.stdout)["top"]
+    assert plans and all(25 % p["tp"] == 0 for p in plans)
+    refused = subprocess.run([*base, "--fix", "tp=8"], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "must divide the model's 25 attention heads" in refused.stderr
+

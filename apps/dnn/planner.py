@@ -108,6 +108,12 @@ class PlanSearch(Optimisation):
     #: (sum, max, exposed); the exhaustive tree keeps only the path-independent option filter
     combined_pareto = True
 
+    def tp_fits(self, t: int) -> bool:
+        """A tensor-parallel degree Megatron-LM can build: at most ``--max-tp``, and dividing the
+        attention heads and the key/value head groups (``arguments.py`` asserts both)."""
+        meta = self.model.meta or {}
+        return t <= self.train.max_tp and all(meta.get(key, t) % t == 0 for key in ("heads", "kv_heads"))
+
     def __init__(
         self, model: Model, cluster: Cluster, train: Training, memo: bool = True, rank: bool = True
     ) -> None:
@@ -160,7 +166,7 @@ class PlanSearch(Optimisation):
                 widths = [c[1] for c in combo]
                 for d in divisors(math.gcd(*widths)):
                     ts = [w // d for w in widths]
-                    if any(t > tr.max_tp or groups[g].gpus_per_node % t for g, t in zip(subset, ts)):
+                    if any(not self.tp_fits(t) or groups[g].gpus_per_node % t for g, t in zip(subset, ts)):
                         continue
                     if fix.get("dp", d) != d or any(fix.get("tp", t) != t for t in ts):
                         continue
@@ -173,7 +179,7 @@ class PlanSearch(Optimisation):
                 if fix.get("pp", p) != p:
                     continue
                 for t in (1, 2, 4, 8, 16):
-                    if t > tr.max_tp or fix.get("tp", t) != t:
+                    if not self.tp_fits(t) or fix.get("tp", t) != t:
                         continue
                     reps = []
                     for g in subset:
