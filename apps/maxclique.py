@@ -90,6 +90,7 @@ class MaxClique:
 
     Vertices are renumbered by non-increasing degree (ties: lower index first) before the
     search, which fixes the colourings and so the node counts; solutions use your labels.
+    Vertices without an edge are left out of the search (``size`` is how many are searched).
     """
 
     prune_level = True
