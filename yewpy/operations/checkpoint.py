@@ -94,14 +94,15 @@ def fingerprint(problem: Any, kind: str, max_depth: Any, target: Any) -> str:
     return digest.hexdigest()
 
 
-def write(path: str | Path, header: dict, prior: dict, tasks: list) -> None:
-    """Write one checkpoint atomically; ``header`` gets the payload's length and digest added."""
+def write(path: str | Path, header: dict, prior: dict, tasks: list, key: bytes | None = None) -> None:
+    """Write one checkpoint atomically, signed with ``key`` (default: this user's, made if
+    missing); ``header`` gets the payload's length and digest added."""
     import cloudpickle
 
     payload = cloudpickle.dumps({"prior": prior, "tasks": tasks}, protocol=4)
     header = {**header, "payload_bytes": len(payload), "payload_sha256": hashlib.sha256(payload).hexdigest()}
     line = json.dumps(header, default=str).encode()
-    mac = _signature(signing_key(create=True), line, payload)
+    mac = _signature(signing_key(create=True) if key is None else key, line, payload)
     write_atomic(path, MAGIC + line + b"\n" + f"hmac-sha256 {mac}\n".encode() + payload)
 
 

@@ -70,8 +70,8 @@ class Session:
             problem_with = path is not None and rank == 0 and check_writable(path, what)
             if problem_with:
                 raise UsageError(problem_with)
-        if checkpoint is not None and rank == 0:
-            ckpt.signing_key(create=True)       # a key that cannot be had fails now, not at the end
+        # rank 0 signs every checkpoint it writes; a key that cannot be had fails now, not at the end
+        self.key = ckpt.signing_key(create=True) if checkpoint is not None and rank == 0 else None
         if resume or (checkpoint and rank == 0):
             self.fingerprint = ckpt.fingerprint(problem, KIND_NAMES[core.kind], options.get("max_depth"),
                                                 options.get("target"))
@@ -155,7 +155,7 @@ class Session:
                   "written": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         self.next_checkpoint = (time.perf_counter() + self.every) if self.every else float("inf")
         try:
-            ckpt.write(self.checkpoint_path, header, prior, tasks)
+            ckpt.write(self.checkpoint_path, header, prior, tasks, self.key)
         except OSError as exc:                  # disk full, folder gone: search on, keep the last one
             self.write_error = f"checkpoint {self.checkpoint_path} not written: {exc.strerror or exc}"
             sys.stderr.write(f"yewpy: warning: {self.write_error}; the last one written is kept\n")
