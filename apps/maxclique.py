@@ -18,13 +18,10 @@ from typing import Any
 
 from yewpy.apps._maxclique import MaxCliqueCore
 from yewpy.errors import InputError, UsageError
+from yewpy.numbers import ascii_digits
 from yewpy.result import Result
 
 __all__ = ["MaxClique", "read_dimacs"]
-
-
-def _digits(word: str) -> bool:
-    return word.isascii() and word.isdigit()        # '²'.isdigit() is true, and int('²') fails
 
 
 def read_dimacs(path: str) -> tuple[int, list[tuple[int, int]]]:
@@ -44,7 +41,7 @@ def read_dimacs(path: str) -> tuple[int, list[tuple[int, int]]]:
                 if words[0] == "p":
                     if n is not None:
                         raise InputError(path, lineno, "second 'p' line")
-                    if len(words) != 4 or not _digits(words[2]) or not _digits(words[3]):
+                    if len(words) != 4 or not ascii_digits(words[2]) or not ascii_digits(words[3]):
                         raise InputError(path, lineno, "expected 'p edge N M'")
                     n, m, p_line = int(words[2]), int(words[3]), lineno
                     if n >= 2 ** 62:
@@ -52,7 +49,7 @@ def read_dimacs(path: str) -> tuple[int, list[tuple[int, int]]]:
                 elif words[0] == "e":
                     if n is None:
                         raise InputError(path, lineno, "edge before the 'p edge N M' line")
-                    if len(words) != 3 or not _digits(words[1]) or not _digits(words[2]):
+                    if len(words) != 3 or not ascii_digits(words[1]) or not ascii_digits(words[2]):
                         raise InputError(path, lineno, "expected 'e U V' with vertex numbers")
                     u, v = int(words[1]), int(words[2])
                     if not (1 <= u <= n and 1 <= v <= n):

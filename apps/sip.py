@@ -22,6 +22,7 @@ from typing import Any
 
 from yewpy.apps._sip import SIPCore
 from yewpy.errors import InputError, UsageError
+from yewpy.numbers import ascii_digits
 from yewpy.result import Result
 
 __all__ = ["SubgraphIsomorphism", "read_lad"]
@@ -50,7 +51,7 @@ def read_lad(path: str) -> tuple[int, list[tuple[int, int]]]:
             raise InputError(path, tokens[-1][1] if tokens else 1, f"file ends where {what} was expected")
         word, lineno = tokens[position]
         position += 1
-        if not (word.isascii() and word.isdigit()):        # '²'.isdigit() is true
+        if not ascii_digits(word):
             raise InputError(path, lineno, f"expected {what}, got {word!r}")
         value = int(word)
         if value < low or (high is not None and value > high):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from yewpy.errors import InputError
-from yewpy.numbers import parse_float, parse_int
+from yewpy.numbers import ascii_digits, parse_float, parse_int
 
 __all__ = ["TsplibInstance", "att_distance", "ceil_distance", "distance_matrix", "euclidean_distance",
            "geo_distance", "read_tour", "read_tsplib", "tour_length"]
@@ -166,7 +166,7 @@ class _Reader:
             raise self.error(lineno, f"expected '{key} : value'")
         if key in self.keys:
             raise self.error(lineno, f"second {key} line")
-        if key == "DIMENSION" and not (value.isascii() and value.isdigit() and int(value) > 0):
+        if key == "DIMENSION" and not (ascii_digits(value) and int(value) > 0):
             raise self.error(lineno, f"DIMENSION must be a positive integer, got {value!r}")
         if key == "DIMENSION" and self.max_dimension is not None and int(value) > self.max_dimension:
             raise self.error(lineno, f"DIMENSION {value}: this search supports at most "

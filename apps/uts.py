@@ -17,6 +17,7 @@ from typing import Any
 
 from yewpy.apps._uts import BALANCED, BIN, CYCLIC, EXPDEC, FIXED, GEO, HYBRID, LINEAR, UTSCore
 from yewpy.errors import UsageError
+from yewpy.numbers import ascii_digits
 from yewpy.result import Result
 
 __all__ = ["NAMED_TREES", "UTS", "parse_uts_params"]
@@ -71,7 +72,7 @@ def parse_uts_params(text: str) -> dict:
 def _code(value: int | str, names: dict, what: str) -> int:
     if isinstance(value, str):
         key = value.strip().lower()
-        if key.lstrip("-").isascii() and key.lstrip("-").isdigit():
+        if ascii_digits(key.lstrip("-")):
             value = int(key)
         elif key in names:
             return names[key]

@@ -7,10 +7,15 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["parse_float", "parse_int"]
+__all__ = ["ascii_digits", "parse_float", "parse_int"]
 
 _INT = re.compile(r"[-+]?[0-9]+\Z")
 _FLOAT = re.compile(r"[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\Z")
+
+
+def ascii_digits(word: str) -> bool:
+    """True for a non-empty run of ASCII digits (``'²'.isdigit()`` is true, and ``int('²')`` fails)."""
+    return word.isascii() and word.isdigit()
 
 
 def parse_int(word: str) -> int:
