@@ -16,8 +16,9 @@ from yewpy.apps.dnn.cluster import Cluster, load_cluster
 from yewpy.apps.dnn.cost import DEFAULT_ETA, DEFAULT_ETA_H0, RECOMPUTE, SCHEDULES, Training
 from yewpy.apps.dnn.launch import deepspeed_config, megatron_flags
 from yewpy.apps.dnn.models import Model, load_model
-from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, canonical, describe
+from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, canonical, describe, heads_not_divided
 from yewpy.errors import UsageError
+from yewpy.numbers import ascii_digits
 from yewpy.result import Result
 
 FIX_KEYS = {
@@ -41,7 +42,7 @@ def parse_fix(text: str) -> dict:
         if not eq or key not in FIX_KEYS or not value:
             raise UsageError(f"bad --fix item {item!r}: expected KEY=VALUE with KEY in {', '.join(FIX_KEYS)}")
         if FIX_KEYS[key] is int:
-            if not (value.isascii() and value.isdigit()) or int(value) < (0 if key == "zero" else 1):
+            if not ascii_digits(value) or int(value) < (0 if key == "zero" else 1):
                 raise UsageError(f"bad --fix item {item!r}: {key} takes a positive integer")
             if key == "zero" and int(value) > 3:
                 raise UsageError(f"bad --fix item {item!r}: ZeRO stages are 0, 1, 2 and 3")
@@ -134,7 +135,7 @@ def check_ranges(args: argparse.Namespace) -> None:
 
 def training_from_args(args: argparse.Namespace, model: Model) -> Training:
     def listed(text: str, allowed: tuple, name: str, kind: type = str) -> tuple:
-        items = tuple(kind(x) if kind is str or (x.isascii() and x.isdigit()) else x for x in text.split(","))
+        items = tuple(kind(x) if kind is str or ascii_digits(x) else x for x in text.split(","))
         bad = [x for x in items if x not in allowed]
         if bad:
             raise UsageError(f"--{name}: {bad[0]!r} is not one of {', '.join(map(str, allowed))}")
@@ -144,11 +145,10 @@ def training_from_args(args: argparse.Namespace, model: Model) -> Training:
         raise UsageError("--global-batch must be positive")
     check_ranges(args)
     fix = parse_fix(args.fix or "")
-    for key, what in (("heads", "attention heads"), ("kv_heads", "key/value head groups")):
-        count = (model.meta or {}).get(key)
-        if "tp" in fix and count and count % fix["tp"]:
-            raise UsageError(f"--fix tp={fix['tp']}: the tensor-parallel degree must divide the model's "
-                             f"{count} {what} (Megatron-LM refuses it)")
+    conflict = heads_not_divided(model, fix["tp"]) if "tp" in fix else None
+    if conflict:
+        raise UsageError(f"--fix tp={fix['tp']}: the tensor-parallel degree must divide the model's "
+                         f"{conflict[0]} {conflict[1]} (Megatron-LM refuses it)")
     weight = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0}[args.precision]
     return Training(
         global_batch=args.global_batch,

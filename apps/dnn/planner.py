@@ -59,6 +59,18 @@ class Shape:
         return ("hap", self.p, self.t, tuple(g for g, _ in self.parts))
 
 
+def heads_not_divided(model: Model, t: int) -> tuple[int, str] | None:
+    """The head count that tensor-parallel degree ``t`` does not divide, and what it counts, or None:
+    Megatron-LM's ``arguments.py`` asserts that tp divides the attention heads and the key/value
+    head groups."""
+    meta = model.meta or {}
+    for key, what in (("heads", "attention heads"), ("kv_heads", "key/value head groups")):
+        count = meta.get(key)
+        if count and count % t:
+            return count, what
+    return None
+
+
 def divisors(n: int) -> list[int]:
     return [x for x in range(1, n + 1) if n % x == 0]
 
@@ -110,9 +122,8 @@ class PlanSearch(Optimisation):
 
     def tp_fits(self, t: int) -> bool:
         """A tensor-parallel degree Megatron-LM can build: at most ``--max-tp``, and dividing the
-        attention heads and the key/value head groups (``arguments.py`` asserts both)."""
-        meta = self.model.meta or {}
-        return t <= self.train.max_tp and all(meta.get(key, t) % t == 0 for key in ("heads", "kv_heads"))
+        model's heads (:func:`heads_not_divided`)."""
+        return t <= self.train.max_tp and heads_not_divided(self.model, t) is None
 
     def __init__(
         self, model: Model, cluster: Cluster, train: Training, memo: bool = True, rank: bool = True
