@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fault_scenarios import wait_for_checkpoint
+from fault_scenarios import header, wait_for_checkpoint
 
 import yewpy
 from support import DepthHistogram, launcher_is_open_mpi, mpiexec, run_ranks, yewpy_cmd
@@ -181,16 +181,12 @@ def _json(out):
     return json.loads(next(line for line in out.stdout.splitlines() if line.startswith("{")))
 
 
-def _header(path):
-    return json.loads(path.read_bytes().split(b"\n")[1])
-
-
 @pytest.mark.parametrize("first, then", [(3, 1), (1, 3)])
 def test_enumeration_cut_by_time_limit_resumes_on_other_rank_counts(tmp_path, first, then):
     ckpt = str(tmp_path / "q.ckpt")
     cut = _json(run_ranks(first, [*yewpy_cmd(), "nqueens", "15", "--skeleton", "stacksteal", "--json",
                                   "--checkpoint", ckpt, "--time-limit", "0.6"]))
-    assert cut["status"] == "time_limit" and _header(tmp_path / "q.ckpt")["tasks"] > 0
+    assert cut["status"] == "time_limit" and header(tmp_path / "q.ckpt")["tasks"] > 0
     done = _json(run_ranks(then, [*yewpy_cmd(), "nqueens", "15", "--skeleton", "depthbounded", "-d", "3",
                                   "--json", "--resume", ckpt]))
     assert (done["value"], done["nodes"], done["status"]) == (2279184, 171129072, "exhausted")
@@ -223,7 +219,7 @@ def test_kill_9_loses_only_the_work_since_the_last_checkpoint(tmp_path):
 
     os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
-    assert _header(path)["status"] == "running"          # a whole periodic checkpoint survived
+    assert header(path)["status"] == "running"          # a whole periodic checkpoint survived
     done = _json(run_ranks(2, [*yewpy_cmd(), "nqueens", "15", "--json", "--resume", str(path)]))
     assert (done["value"], done["nodes"]) == (2279184, 171129072)
 
@@ -243,10 +239,10 @@ def test_a_signal_writes_a_final_checkpoint_and_exits_130(tmp_path, sig, ranks, 
     out, err = proc.communicate(timeout=60)
     assert "Traceback" not in err
     if twice and launcher_is_open_mpi():    # Open MPI's mpirun kills the ranks at a second signal:
-        assert _header(path)["status"] in ("running", "interrupted")     # the last good one stays
+        assert header(path)["status"] in ("running", "interrupted")     # the last good one stays
     else:
         assert "interrupted; checkpoint written to" in err
-        assert _header(path)["status"] == "interrupted"
+        assert header(path)["status"] == "interrupted"
     # On a second signal Hydra's mpiexec exits on its own terms (255 or the signal), after yewpy
     # wrote its file; Open MPI's mpirun exits 1 whenever it was signalled.
     if not twice:
@@ -300,7 +296,7 @@ def test_a_failed_periodic_write_keeps_searching_and_the_last_checkpoint(tmp_pat
     assert result.value == 365596 and result.nodes == 27358553 and len(calls) >= 4
     assert "checkpoint_error" not in result.metrics             # the final write succeeded
     assert "No space left on device; the last one written is kept" in capsys.readouterr().err
-    assert _header(path)["status"] == "exhausted"
+    assert header(path)["status"] == "exhausted"
 
 
 def test_a_failed_final_write_still_gives_the_answer(tmp_path, monkeypatch, capsys):
