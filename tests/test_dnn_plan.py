@@ -108,12 +108,38 @@ def test_eta_curve_fixes_the_small_rows():
 
 
 def test_table1_expert_tp_pp_close_to_free_optimum():
+    """Within what Megatron-LM ran for Table 1 (its distributed optimizer is ZeRO-1; ZeRO-3 is
+    Table 2's separate comparison), the experts' (t, p) is within 15% of the free optimum."""
     for name, t, p, n, batch, *_ in TABLE1:
         model, cluster = load_model(name), load_cluster(f"dgx-a100-80g:{n // 8}x8")
-        free = plan(model, cluster, Training(batch, 2048), top=1).objective
-        pinned = plan(model, cluster, Training(batch, 2048, fix={"tp": t, "pp": p}), top=1)
+        free = plan(model, cluster, Training(batch, 2048, zero=(0, 1)), top=1).objective
+        pinned = plan(model, cluster, Training(batch, 2048, zero=(0, 1), fix={"tp": t, "pp": p}), top=1)
         assert free <= pinned.objective <= 1.15 * free, name
         assert pinned.extras["plan"]["tp"] == t and pinned.extras["plan"]["pp"] == p
+
+
+# Megatron SC'21 Table 2: model, batch, GPUs, PTD-P (t, p), published TF/s per GPU for ZeRO-3 without
+# model parallelism and for PTD-P. The 768-GPU row fitted cost.ZERO3_OVERLAP; these rows validate it.
+TABLE2 = [
+    ("gpt3-175b", 1536, 384, (8, 12), 144, 153),
+    ("gpt3-175b", 1536, 1536, (8, 12), 44, 141),
+    ("megatron-529.6b", 2240, 2240, (8, 35), 48, 159),
+]
+
+
+@pytest.mark.parametrize("row", TABLE2, ids=[f"{r[0]}-{r[2]}" for r in TABLE2])
+def test_table2_ptdp_against_zero3(row):
+    """The brief's T4: PTD-P over ZeRO-3 at least 2x at the largest GPU counts, within 1.3x at the
+    smallest (published 3.2x, 3.3x and 1.06x); each predicted TF/s within 25% of the published."""
+    name, batch, gpus, (t, p), zero3_published, ptdp_published = row
+    model, cluster = load_model(name), load_cluster(f"dgx-a100-80g:{gpus // 8}x8")
+    zero3 = plan(model, cluster, Training(batch, 2048, fix={"tp": 1, "pp": 1, "zero": 3}), top=1)
+    ptdp = plan(model, cluster, Training(batch, 2048, fix={"tp": t, "pp": p}), top=1)
+    zero3_tflops = zero3.extras["predicted"]["tflops_per_gpu"]
+    ptdp_tflops = ptdp.extras["predicted"]["tflops_per_gpu"]
+    ratio = ptdp_tflops / zero3_tflops
+    assert ratio >= 2 if ptdp_published / zero3_published >= 2 else ratio <= 1.3
+    assert abs(zero3_tflops / zero3_published - 1) <= 0.25 and abs(ptdp_tflops / ptdp_published - 1) <= 0.25
 
 
 def small_model(layers: int, hidden: int = 1024) -> object:

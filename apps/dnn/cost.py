@@ -22,6 +22,10 @@ SCHEDULES = ("1f1b", "interleaved", "kfkb", "gpipe")
 # docs/dnn.md). ETA_H0 = 0 gives a flat eta.
 DEFAULT_ETA = 0.664
 DEFAULT_ETA_H0 = 1000.0
+# Share of a micro-batch's compute that hides ZeRO-3's collectives (prefetched gathers, reduce-scatters
+# during the backward pass). Fitted on Megatron SC'21 Table 2's 768-GPU ZeRO-3 row and validated on
+# its 384- and 1536-GPU rows (docs/dnn.md, tests/test_dnn_plan.py).
+ZERO3_OVERLAP = 0.8
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,16 @@ def hierarchical_allreduce(
     if k2 > 1:
         t += allreduce(nbytes / k1, k2, inter, inter_lat)
     return t
+
+
+def zero3_collectives(params: float, blocks: int, d: int, dp_link: tuple, weight_bytes: float) -> float:
+    """Seconds per micro-batch of ZeRO-3's collectives for ``params`` parameters per rank (before
+    sharding) in ``blocks`` blocks: per block two all-gathers of the weights and one reduce-scatter of
+    the gradients, both 16-bit (ZeRO §7: 3 Psi per step), as DeepSpeed runs them: flat rings over all
+    ``d`` ranks, so across nodes every byte passes one NIC per node (no hierarchical split)."""
+    _, k2, intra, inter, lat_i, lat_o = dp_link
+    bw, lat = (inter, lat_o) if k2 > 1 else (intra, lat_i)
+    return (d - 1) * (3 * blocks * lat + 3 * weight_bytes * params / d / bw)
 
 
 def inflight(schedule: str, j: int, p: int, m: int, v: int = 1, k: int = 1) -> float:
@@ -241,18 +255,14 @@ def stage_cost(
     # data parallel: the gradients of this stage's shard, over d ranks (hierarchical when spanning nodes)
     exposed = 0.0
     if d > 1:
-        grad = (tab.dense[hi] - tab.dense[lo]) / t * train.grad_bytes
-        k1, k2, intra, inter, lat_i, lat_o = dp_link
-        one = hierarchical_allreduce(grad, k1, k2, intra, inter, lat_i, lat_o)
-        if zero == 2:  # gradients reduce-scattered every micro-batch
-            dp = one / 2 * m + one / 2
-        elif zero == 3:  # reduce-scatter once; gathers per micro-batch below
-            dp = one / 2
-            gathers = one * train.weight_bytes / train.grad_bytes  # two all-gathers of 16-bit weights
-            tau += gathers  # not hidden: the next layer waits for its weights
+        dense = (tab.dense[hi] - tab.dense[lo]) / t
+        if zero == 3:  # every micro-batch gathers and reduce-scatters; what compute does not hide
+            collectives = zero3_collectives(dense, hi - lo, d, dp_link, train.weight_bytes)
+            tau += max(0.0, collectives - ZERO3_OVERLAP * tau)
         else:
-            dp = one
-        exposed = max(0.0, dp - tau * 2 / 3)
+            one = hierarchical_allreduce(dense * train.grad_bytes, *dp_link)
+            dp = one / 2 * m + one / 2 if zero == 2 else one  # ZeRO-2 reduce-scatters every micro-batch
+            exposed = max(0.0, dp - tau * 2 / 3)
     touched = local / (d if zero >= 1 else 1)
     exposed += 2 * touched * train.state_bytes / tab.group.hbm_bandwidth
     p2p = 0.0

@@ -25,12 +25,14 @@ from typing import Any
 from yewpy.apps.dnn.cluster import Cluster
 from yewpy.apps.dnn.cost import (
     RECOMPUTE,
+    ZERO3_OVERLAP,
     StageTables,
     Training,
     hierarchical_allreduce,
     inflight,
     stage_cost,
     state_bytes_per_param,
+    zero3_collectives,
 )
 from yewpy.apps.dnn.models import Model
 from yewpy.kinds import Optimisation
@@ -431,12 +433,14 @@ class PlanSearch(Optimisation):
         per_class = []
         for gg, before in classes:
             cc = self._class_consts(sid, gg, before)
-            tab, usable, zc, e, grad_f, dp_one, w_over_g, infl, p2p_c = cc
+            tab, usable, zc, e, dp_one, zero3, infl, p2p_c = cc
             params = tab.params[hi] - tab.params[lo]
             if tab.tied and lo == 0 and hi == self.n:
                 params -= tab.head_params
             local = params / tab.t
-            one = dp_one((tab.dense[hi] - tab.dense[lo]) * grad_f) if dp_one is not None else 0.0
+            dense = (tab.dense[hi] - tab.dense[lo]) / tab.t
+            one = dp_one(dense * self.train.grad_bytes) if dp_one is not None else 0.0
+            collectives = zero3(dense, hi - lo) if dp_one is not None else 0.0
             p2p = 0.0 if p2p_c is None else p2p_c[0] + p2p_c[1] * tab.boundaries[hi - 1]
             fj = infl[j]
             terms = []
@@ -451,14 +455,11 @@ class PlanSearch(Optimisation):
                     continue
                 exposed = 0.0
                 if dp_one is not None:
-                    if z == 2:
-                        dp = one / 2 * m_dp + one / 2
-                    elif z == 3:
-                        dp = one / 2
-                        tau += one * w_over_g
+                    if z == 3:
+                        tau += max(0.0, collectives - ZERO3_OVERLAP * tau)
                     else:
-                        dp = one
-                    exposed = max(0.0, dp - tau * 2 / 3)
+                        dp = one / 2 * m_dp + one / 2 if z == 2 else one
+                        exposed = max(0.0, dp - tau * 2 / 3)
                 exposed += local * touched_f
                 terms.append((tau + 2 * p2p, tau + e * p2p, exposed))
             per_class.append(terms)
@@ -491,12 +492,15 @@ class PlanSearch(Optimisation):
             touched_f = 2 * tr.state_bytes / tab.group.hbm_bandwidth / (sh.d if z >= 1 else 1)
             zc[z] = (state, gbuf, touched_f, m_mem)
         e = {"1f1b": 2.0, "interleaved": 2.0 * sh.v, "kfkb": 2.0 / sh.k, "gpipe": 0.0}[sh.schedule]
-        dp_one = None
+        dp_one = zero3 = None
         if sh.d > 1:
             link = self._dp_link(sid, gg, t)
 
             def dp_one(grad: float, link: tuple = link) -> float:
                 return hierarchical_allreduce(grad, *link)
+
+            def zero3(dense: float, blocks: int, link: tuple = link) -> float:
+                return zero3_collectives(dense, blocks, sh.d, link, tr.weight_bytes)
 
         infl = [inflight(sh.schedule, j, sh.p, m_mem, sh.v, sh.k) for j in range(sh.p)]
         p2p_c = None
@@ -504,8 +508,7 @@ class PlanSearch(Optimisation):
         if link2 is not None:
             bw, lat = link2
             p2p_c = (lat, 2.0 * sh.b * tr.seq / t / bw)
-        out = (tab, tr.usable(self.cluster.groups[gg]), zc, e, tr.grad_bytes / t, dp_one,
-               tr.weight_bytes / tr.grad_bytes, infl, p2p_c)
+        out = (tab, tr.usable(self.cluster.groups[gg]), zc, e, dp_one, zero3, infl, p2p_c)
         self._consts[key] = out
         return out
 
@@ -653,13 +656,22 @@ class PlanSearch(Optimisation):
                     x_lb = self._minmax(tab, lo, q, x_lb)
                 c1 = sh.m - 1 / div
                 tr = self.train
-                if sh.d > 1 and c1 >= 1 and c1 * tr.weight_bytes >= tr.grad_bytes:
+                if sh.d > 1 and c1 >= 1:
                     # Some remaining stage j has c1 tau_j + exposed_j >= f(average stage), f convex
-                    # (Jensen); when c1 w/g >= 1 ZeRO-3's gathers cost more than the DP time they save.
-                    grad = (tab.dense[self.n] - tab.dense[lo]) / q * (tr.grad_bytes / tab.t)
+                    # (Jensen) and below every ZeRO stage's cost: c1 tau + max(0, DP - 2/3 tau) for
+                    # ZeRO 0-2, c1 (tau + max(0, C3 - o tau)) for ZeRO-3; with ZeRO-3 allowed f takes
+                    # the smaller slope of DP and c1 C3 in the parameters (no latency) and the larger of
+                    # 2/3 and c1 o in tau (docs/dnn.md).
+                    dense = (tab.dense[self.n] - tab.dense[lo]) / q / tab.t
                     link = self._dp_link(sid, live[0][0], live[0][1])
                     avg = total / q
-                    ev = c1 * avg + max(0.0, hierarchical_allreduce(grad, *link) - avg * 2 / 3)
+                    dp = hierarchical_allreduce(dense * tr.grad_bytes, *link)
+                    hide = 2 / 3
+                    if any(z == 3 for _, z in self._allowed(sid)):
+                        dp = min(dp - hierarchical_allreduce(0.0, *link),
+                                 c1 * zero3_collectives(dense, 0, sh.d, link, tr.weight_bytes))
+                        hide = max(hide, c1 * ZERO3_OVERLAP)
+                    ev = c1 * avg + max(0.0, dp - avg * hide)
                     steady = c1 * max(X[0], x_lb) + E
                     return (S[0] + s_lb) / div + (ev if ev > steady else steady)
             else:
