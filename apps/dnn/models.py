@@ -21,7 +21,8 @@ JSON form (``repeat`` copies a block; unknown keys are errors)::
                  "act_attention": 80, "boundary": 1024, "tp_allreduces": 2}]}
 
 or ``{"transformer": {"layers": 4, "hidden": 1024, "heads": 16, "vocab": 32000, "seq": 1024}}``
-using the same builder as the presets (keys of :func:`transformer`).
+using the same builder as the presets (keys of :func:`transformer`). A Hugging Face ``config.json``
+(it has "model_type" or "architectures") is read by :mod:`hf_config` onto the same builder.
 """
 
 from __future__ import annotations
@@ -202,6 +203,10 @@ def _unknown(path: str, obj: jsonfile.Obj, allowed: Any) -> None:
 def read_model(path: str) -> Model:
     """A model from a JSON file (see the module docstring); errors name the offending line."""
     doc = jsonfile.load(path)
+    from yewpy.apps.dnn import hf_config  # here: hf_config imports this module
+
+    if hf_config.is_hf_config(doc):
+        return hf_config.from_hf_config(path, doc)
     if not isinstance(doc, jsonfile.Obj):
         raise InputError(path, 1, "a model file is a JSON object")
     name = doc.get("name", path)
