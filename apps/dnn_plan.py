@@ -7,6 +7,7 @@ Branch and bound over pipeline shape, then stage by stage (yewpy.apps.dnn.planne
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import time
 from dataclasses import replace
@@ -14,7 +15,7 @@ from typing import Any
 
 from yewpy.apps.dnn.cluster import Cluster, load_cluster
 from yewpy.apps.dnn.cost import DEFAULT_ETA, DEFAULT_ETA_H0, RECOMPUTE, SCHEDULES, Training
-from yewpy.apps.dnn.launch import deepspeed_config, megatron_flags
+from yewpy.apps.dnn.launch import LAUNCHERS, launch_lines, restrict
 from yewpy.apps.dnn.models import Model, load_model
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, canonical, describe, heads_not_divided
 from yewpy.errors import UsageError
@@ -75,10 +76,7 @@ def plan(
     extras = dict(best)
     extras["top"] = [dict(describe(search, leaf)["plan"], iteration_seconds=value) for value, leaf in ranked]
     extras["sensitivity"] = sensitivity(model, cluster, train, [leaf for _, leaf in ranked])
-    extras["launch"] = {
-        "megatron": megatron_flags(best["plan"], train.global_batch, train.seq),
-        "deepspeed": deepspeed_config(best["plan"], train.global_batch),
-    }
+    extras["launch"] = launch_lines(best["plan"], model, train, best["predicted"]["gpus"])
     extras["nodes"] = result.nodes
     result.seconds = time.perf_counter() - start
     extras["seconds"] = result.seconds
@@ -133,7 +131,7 @@ def check_ranges(args: argparse.Namespace) -> None:
             raise UsageError(f"{flag} must be a positive integer, got {value}")
 
 
-def training_from_args(args: argparse.Namespace, model: Model) -> Training:
+def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster) -> Training:
     def listed(text: str, allowed: tuple, name: str, kind: type = str) -> tuple:
         items = tuple(kind(x) if kind is str or ascii_digits(x) else x for x in text.split(","))
         bad = [x for x in items if x not in allowed]
@@ -149,8 +147,15 @@ def training_from_args(args: argparse.Namespace, model: Model) -> Training:
     if conflict:
         raise UsageError(f"--fix tp={fix['tp']}: the tensor-parallel degree must divide the model's "
                          f"{conflict[0]} {conflict[1]} (Megatron-LM refuses it)")
-    weight = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0}[args.precision]
-    return Training(
+    precision = args.precision
+    no_bf16 = sorted({g.name for g in cluster.groups if not g.bf16})
+    if precision == "auto":
+        precision = "fp16" if no_bf16 else "bf16"
+    elif precision == "bf16" and no_bf16:
+        raise UsageError(f"--precision bf16: {', '.join(no_bf16)} GPUs do not compute in bfloat16 "
+                         "(use fp16, or leave --precision at auto)")
+    weight = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0}[precision]
+    train = Training(
         global_batch=args.global_batch,
         seq=args.seq or model.seq,
         weight_bytes=weight,
@@ -165,7 +170,14 @@ def training_from_args(args: argparse.Namespace, model: Model) -> Training:
         max_tp=args.max_tp,
         memory_fraction=args.memory_fraction,
         fix=fix,
+        precision=precision,
     )
+    if args.launcher == "megatron":
+        meta = model.meta or {}
+        if not meta.get("layers") or meta.get("decoder_layers") or meta.get("classes"):
+            raise UsageError(f"--launcher megatron: {model.name} is not a decoder-only transformer, the "
+                             "model Megatron-LM's pretrain_gpt.py builds")
+    return restrict(train, args.launcher)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -180,7 +192,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--top", type=int, default=3, help="report the K best shapes (default 3)")
     parser.add_argument("--exhaustive", action="store_true", help="same tree without the bound (slow)")
-    parser.add_argument("--precision", choices=["bf16", "fp16", "fp32"], default="bf16")
+    parser.add_argument("--precision", choices=["auto", "bf16", "fp16", "fp32"], default="auto",
+                        help="auto: bf16 where every GPU has it, else fp16 (V100)")
+    parser.add_argument("--launcher", choices=LAUNCHERS, default="none",
+                        help="search only plans this launcher can run (none: every plan; the output "
+                             "still says which launchers can run the chosen one)")
     parser.add_argument("--grad-bytes", type=float, default=4.0, help="gradient bytes/param (default 4)")
     parser.add_argument("--optimizer-bytes", type=float, default=12.0, help="optimizer bytes/param (Adam 12)")
     parser.add_argument("--recompute", default=",".join(RECOMPUTE), help="allowed recomputation modes")
@@ -201,11 +217,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
+    start = time.perf_counter()
     if args.top < 1:
         raise UsageError("--top must be at least 1")
     model = load_model(args.model)
     cluster = load_cluster(args.cluster)
-    train = training_from_args(args, model)
+    train = training_from_args(args, model, cluster)
     result = plan(model, cluster, train, top=args.top, exhaustive=args.exhaustive, **params)
     x, p = result.extras, result.extras["plan"]
     pred = x["predicted"]
@@ -234,6 +251,15 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     if x["sensitivity"]:
         lo, hi = x["sensitivity"]["bandwidth_factor"]
         lines.append(f"Stays best of the top {len(x['top'])} for link bandwidth x{lo:g} .. x{hi:g}")
-    lines.append(f"Megatron-LM: {x['launch']['megatron']}")
-    lines.append(f"DeepSpeed: {x['launch']['deepspeed']}")
+    for name, label in (("megatron", "Megatron-LM"), ("deepspeed", "DeepSpeed")):
+        out = x["launch"][name]
+        if "refused" in out:
+            lines.append(f"{label}: cannot run this plan: {out['refused']}"
+                         + ("" if train.launcher == name else f" (--launcher {name} plans only for it)"))
+        elif name == "megatron":
+            lines.append(f"{label} ({out['gpus']} GPUs): pretrain_gpt.py {' '.join(out['arguments'])}")
+        else:
+            lines.append(f"{label} ({out['gpus']} GPUs): {json.dumps(out['config'], sort_keys=True)}")
+    result.seconds = x["seconds"] = time.perf_counter() - start
+    result.timed = "planning: inputs, search, tie-break, sensitivity, launch arguments"
     return result, lines

@@ -29,6 +29,7 @@ class Result:
     solution: Any = None
     metrics: dict = field(default_factory=dict)
     extras: dict = field(default_factory=dict)   # app-specific top-level JSON keys
+    timed: str = "search only"                   # what ``seconds`` covers, as the CLI labels it
 
     @property
     def answer(self) -> Any:

@@ -18,7 +18,10 @@ and override fields)::
     {"groups": [{"preset": "dgx-a100-80g", "nodes": 4},
                 {"name": "v100", "nodes": 2, "gpus_per_node": 8, "memory_gib": 32, "peak_tflops": 125,
                  "hbm_gbps": 900, "intra_gbps": 150, "inter_gbps": 12.5,
-                 "intra_latency_us": 5, "inter_latency_us": 15}]}
+                 "intra_latency_us": 5, "inter_latency_us": 15, "bf16": false}]}
+
+``bf16`` (default: the preset's, else true) says whether the GPUs compute in bfloat16: V100s and
+Turing cards do not, and the planner then trains and launches in fp16.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class DeviceGroup:
     inter_bandwidth: float  # bytes/s per GPU per direction between nodes (NIC share)
     intra_latency: float    # seconds per message inside a node
     inter_latency: float    # seconds per message between nodes
+    bf16: bool = True       # computes in bfloat16 (compute capability 8.0 and later; V100s do not)
 
     @property
     def gpus(self) -> int:
@@ -55,9 +59,9 @@ class DeviceGroup:
 
 
 def _preset(name: str, g: int, mem_gib: float, tflops: float, hbm: float, nvlink: float, nic: float,
-            intra_us: float = 5.0, inter_us: float = 15.0) -> DeviceGroup:
+            intra_us: float = 5.0, inter_us: float = 15.0, bf16: bool = True) -> DeviceGroup:
     return DeviceGroup(name, 1, g, mem_gib * GIB, tflops * 1e12, hbm * 1e9, nvlink * 1e9, nic * 1e9,
-                       intra_us * 1e-6, inter_us * 1e-6)
+                       intra_us * 1e-6, inter_us * 1e-6, bf16)
 
 
 # Datasheet values (dense 16-bit peak, NVLink per direction, one NIC per GPU unless noted).
@@ -65,10 +69,10 @@ PRESETS = {p.name: p for p in (
     _preset("dgx-a100-80g", 8, 80, 312, 2039, 300, 25),
     _preset("dgx-a100-40g", 8, 40, 312, 1555, 300, 25),
     _preset("dgx-h100-80g", 8, 80, 989, 3350, 450, 50),
-    _preset("dgx-v100-32g", 8, 32, 125, 900, 150, 12.5),
-    _preset("dgx-v100-16g", 8, 16, 125, 900, 150, 12.5),
-    _preset("p3.16xlarge", 8, 16, 125, 900, 150, 25 / 8 / 8),      # 25 Gb/s per node
-    _preset("rtx-titan-24g", 8, 24, 130, 672, 16, 12.5 / 8),          # PCIe box, 100 Gb/s per node
+    _preset("dgx-v100-32g", 8, 32, 125, 900, 150, 12.5, bf16=False),
+    _preset("dgx-v100-16g", 8, 16, 125, 900, 150, 12.5, bf16=False),
+    _preset("p3.16xlarge", 8, 16, 125, 900, 150, 25 / 8 / 8, bf16=False),   # 25 Gb/s per node
+    _preset("rtx-titan-24g", 8, 24, 130, 672, 16, 12.5 / 8, bf16=False),     # PCIe box, 100 Gb/s per node
 )}
 
 
@@ -150,7 +154,7 @@ def read_cluster(path: str) -> Cluster:
         if not isinstance(obj, jsonfile.Obj):
             raise InputError(path, doc.line, f"each group must be an object, got {obj!r}")
         for key in obj:
-            if key not in _JSON_FIELDS and key != "preset":
+            if key not in _JSON_FIELDS and key not in ("preset", "bf16"):
                 raise InputError(path, obj.line, f"unknown field {key!r}")
         base = None
         if "preset" in obj:
@@ -170,6 +174,7 @@ def read_cluster(path: str) -> Cluster:
             if value <= 0 and key not in ("intra_latency_us", "inter_latency_us"):
                 raise InputError(path, obj.line, f"field {key!r} must be positive, got {value!r}")
             values[attr] = kind(value * scale) if kind is int else value * scale
+        values["bf16"] = jsonfile.field(path, obj, "bf16", bool, base.bf16 if base else True, None)
         groups.append(DeviceGroup(**values))
     return Cluster(groups)
 

@@ -9,6 +9,7 @@ ring/hierarchical all-reduce.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from yewpy.apps.dnn.cluster import GIB, DeviceGroup
@@ -51,6 +52,16 @@ class Training:
     memory_fraction: float = 0.9  # usable = fraction * capacity - reserve
     memory_reserve: float = 2 * GIB
     fix: dict = field(default_factory=dict)
+    precision: str = "bf16"  # bf16 or fp16 (16-bit weights either way) or fp32
+    # What the launcher can run (launch.restrict sets these): one recomputation mode for every stage,
+    # heterogeneous replicas (hap mode), per-group TP degrees, the least pp for interleaving, and
+    # Megatron-LM's stage rule (first and last stages free, middle stages equal, each a multiple of v).
+    launcher: str = "none"
+    uniform_recompute: bool = False
+    hap: bool = True
+    one_tp: bool = False
+    interleave_min_pp: int = 2
+    megatron_stages: bool = False
 
     @property
     def state_bytes(self) -> float:
@@ -170,7 +181,7 @@ class StageTables:
             f = blk.forward_flops(b, s)
             extra = {"none": 0.0, "selective": blk.attention_flops(b, s), "full": f}
             ar = allreduce(2.0 * b * s * blk.boundary, t, intra, lat) if t > 1 else 0.0
-            ep = min(d, blk.experts) if blk.experts else 1
+            ep = math.gcd(d, blk.experts) if blk.experts else 1  # divides both, as launchers require
             a2a = 0.0
             if blk.a2a and ep > 1:
                 bw = group.inter_bandwidth * eff if ep_group_inter else intra

@@ -1,43 +1,178 @@
-"""Launch flags for a plan: Megatron-LM command-line flags and a DeepSpeed config (strings only)."""
+"""What a launcher runs for a plan: Megatron-LM arguments and a DeepSpeed config, or why it cannot.
+
+The rules are the launchers' own checks, read from their source and cited in docs/dnn.md: Megatron-LM's
+``validate_args`` (``megatron/training/arguments.py``) and ``TransformerConfig``, DeepSpeed's batch
+and precision checks (``deepspeed/runtime/config.py``) and its pipeline engine's ZeRO assertion.
+:func:`restrict` narrows a :class:`Training` to what a launcher can run, so ``--launcher`` searches
+only plans that launcher can express; without it every plan is searched and a launcher that cannot
+run the chosen one says why instead of printing arguments.
+"""
 
 from __future__ import annotations
 
-import json
+import math
+from dataclasses import replace
+
+from yewpy.apps.dnn.cost import Training
+from yewpy.apps.dnn.models import Model
+from yewpy.errors import UsageError
+
+LAUNCHERS = ("none", "megatron", "deepspeed")
+MEGATRON_SCHEDULES = ("1f1b", "interleaved")
 
 
-def megatron_flags(plan: dict, global_batch: int, seq: int) -> str:
-    """Megatron-LM ``pretrain_gpt.py`` flags; uneven stages are noted (Megatron splits evenly)."""
+class CannotExpress(Exception):
+    """The plan uses something the launcher cannot run; the message says what."""
+
+
+def restrict(train: Training, launcher: str) -> Training:
+    """``train`` narrowed to the plans ``launcher`` can run (``none``: unchanged)."""
+    if launcher == "megatron":
+        train = replace(train, launcher=launcher, zero=tuple(z for z in train.zero if z <= 1),
+                        schedules=tuple(s for s in train.schedules if s in MEGATRON_SCHEDULES),
+                        uniform_recompute=True, hap=False, one_tp=True, interleave_min_pp=3,
+                        megatron_stages=True)
+        what = "ZeRO stage (Megatron-LM's distributed optimizer is ZeRO-1)"
+    elif launcher == "deepspeed":
+        if train.fix.get("pp", 1) != 1 or train.fix.get("tp", 1) != 1:
+            raise UsageError("--launcher deepspeed plans pure data parallelism (pp=1, tp=1): DeepSpeed's "
+                             "engine runs no tensor parallelism and its pipeline engine needs the model "
+                             "rewritten as a PipelineModule; use --launcher megatron or none")
+        train = replace(train, launcher=launcher, fix=dict(train.fix, pp=1, tp=1), schedules=("1f1b",),
+                        recompute=tuple(r for r in train.recompute if r != "selective"),
+                        uniform_recompute=True, hap=False)
+        what = "recomputation mode (DeepSpeed checkpoints whole layers: none or full)"
+    else:
+        return train
+    fixed = train.fix
+    if (not train.zero or not train.recompute or not train.schedules
+            or fixed.get("zero", train.zero[0]) not in train.zero
+            or fixed.get("recompute", train.recompute[0]) not in train.recompute
+            or fixed.get("schedule", train.schedules[0]) not in train.schedules):
+        raise UsageError(f"--launcher {launcher}: the options leave no {what} or schedule it can run")
+    return train
+
+
+def _stage_layers(plan: dict) -> list[int]:
+    """Transformer layers per stage: blocks less the embedding (first block) and the head (last)."""
+    n = plan["stages"][-1]["blocks"][1]
+    return [hi - lo - (lo == 0) - (hi == n) for lo, hi in (s["blocks"] for s in plan["stages"])]
+
+
+def megatron_refusal(plan: dict, model: Model, train: Training) -> str | None:
+    """Why Megatron-LM cannot run ``plan`` as chosen, or None."""
+    meta = model.meta or {}
+    if not meta.get("layers") or meta.get("decoder_layers") or meta.get("classes") or not meta.get("vocab"):
+        return "the model is not a decoder-only transformer (Megatron-LM's GPT model)"
+    if plan["mode"] == "hap":
+        return "it gives replicas on different GPU types different micro-batch shares"
+    if isinstance(plan["tp"], list):
+        return "its device groups use different tensor-parallel degrees"
+    if plan["schedule"] not in MEGATRON_SCHEDULES:
+        return f"Megatron-LM has no {plan['schedule']} schedule (1F1B and interleaved 1F1B only)"
+    if plan["schedule"] == "interleaved" and plan["pp"] < 3:
+        return "Megatron-LM interleaves only with more than 2 pipeline stages"
     stages = plan["stages"]
-    tp = plan["tp"] if isinstance(plan["tp"], int) else max(plan["tp"])
-    flags = [f"--tensor-model-parallel-size {tp}", f"--pipeline-model-parallel-size {plan['pp']}",
-             f"--micro-batch-size {plan['microbatch']}", f"--global-batch-size {global_batch}",
-             f"--seq-length {seq}", "--bf16"]
-    if tp > 1:
-        flags.append("--sequence-parallel")
+    if any(s["zero"] >= 2 for s in stages):
+        return "it uses ZeRO-2/3, and Megatron-LM's distributed optimizer is ZeRO-1"
+    if len({s["recompute"] for s in stages}) > 1:
+        return "its stages recompute differently, and Megatron-LM's recomputation is one setting for all"
+    layers, v = _stage_layers(plan), plan["interleave"] if plan["schedule"] == "interleaved" else 1
+    if min(layers) < 1 or any(k % v for k in layers) or len(set(layers[1:-1])) > 1:
+        return (f"its stage layer counts {layers} are not first, equal middle stages and last, each at least "
+                f"one layer{f' and a multiple of v={v}' if v > 1 else ''}")
+    if meta.get("experts") and train.precision == "fp16" and math.gcd(plan["dp"], meta["experts"]) > 1:
+        return "Megatron-LM runs no expert parallelism in fp16"
+    return None
+
+
+def megatron_arguments(plan: dict, model: Model, train: Training) -> list[str]:
+    """``pretrain_gpt.py`` arguments for ``plan`` on ``tp * pp * dp`` GPUs (CannotExpress if none)."""
+    why = megatron_refusal(plan, model, train)
+    if why:
+        raise CannotExpress(why)
+    meta, tp, pp = model.meta, plan["tp"], plan["pp"]
+    args = ["--num-layers", meta["layers"], "--hidden-size", meta["hidden"],
+            "--num-attention-heads", meta["heads"], "--ffn-hidden-size", meta["ffn"]]
+    if meta.get("kv_heads", meta["heads"]) != meta["heads"]:
+        args += ["--group-query-attention", "--num-query-groups", meta["kv_heads"]]
+    args += ["--seq-length", train.seq, "--max-position-embeddings", max(train.seq, model.seq)]
+    if meta.get("swiglu"):
+        args.append("--swiglu")
+    if meta.get("bias") is False:
+        args.append("--disable-bias-linear")
+    if meta.get("tied") is False:
+        args.append("--untie-embeddings-and-output-weights")
+    if meta.get("positions") is False:
+        args += ["--position-embedding-type", "rope"]
+    args += ["--tensor-model-parallel-size", tp, "--pipeline-model-parallel-size", pp,
+             "--micro-batch-size", plan["microbatch"], "--global-batch-size", train.global_batch]
+    if train.precision != "fp32":
+        args.append(f"--{train.precision}")
+    if tp > 1 and train.sequence_parallel:
+        args.append("--sequence-parallel")
+    layers = _stage_layers(plan)
+    uneven = len(set(layers)) > 1
+    if uneven:
+        args += ["--decoder-first-pipeline-num-layers", layers[0],
+                 "--decoder-last-pipeline-num-layers", layers[-1]]
     if plan["schedule"] == "interleaved":
-        layers = stages[0]["blocks"][1] - stages[0]["blocks"][0]
-        flags.append(f"--num-layers-per-virtual-pipeline-stage {max(1, layers // plan['interleave'])}")
-    recompute = {s["recompute"] for s in stages}
-    if "full" in recompute:
-        flags += ["--recompute-granularity full", "--recompute-method uniform", "--recompute-num-layers 1"]
-    elif "selective" in recompute:
-        flags.append("--recompute-granularity selective")
-    if any(s["zero"] >= 1 for s in stages):
-        flags.append("--use-distributed-optimizer")
-    sizes = [s["blocks"][1] - s["blocks"][0] for s in stages]
-    if len(set(sizes[1:-1])) > 1 or (len(sizes) > 1 and sizes[0] != sizes[-1]):
-        flags.append(f"# uneven stages (blocks incl. embedding/head): {sizes}")
-    return " ".join(flags)
+        if uneven:  # --num-layers-per-virtual-pipeline-stage cannot go with uneven stages
+            args += ["--num-virtual-stages-per-pipeline-rank", plan["interleave"]]
+        else:
+            args += ["--num-layers-per-virtual-pipeline-stage", layers[0] // plan["interleave"]]
+    recompute = plan["stages"][0]["recompute"]
+    if recompute == "selective":
+        args += ["--recompute-granularity", "selective"]
+    elif recompute == "full":
+        args += ["--recompute-granularity", "full", "--recompute-method", "uniform",
+                 "--recompute-num-layers", 1]
+    if any(s["zero"] == 1 for s in plan["stages"]):
+        args.append("--use-distributed-optimizer")
+    if meta.get("experts"):
+        args += ["--num-experts", meta["experts"], "--moe-router-topk", meta["top_k"],
+                 "--expert-model-parallel-size", math.gcd(plan["dp"], meta["experts"])]
+    return [str(a) for a in args]
 
 
-def deepspeed_config(plan: dict, global_batch: int) -> str:
-    """A DeepSpeed JSON config (ZeRO stage = the largest stage used; pipeline parts given as layer counts)."""
-    zero = max(s["zero"] for s in plan["stages"])
-    config = {"train_batch_size": global_batch, "train_micro_batch_size_per_gpu": plan["microbatch"],
-              "bf16": {"enabled": True}, "zero_optimization": {"stage": zero},
-              "pipeline": {"stages": plan["pp"], "partition": [s["blocks"][1] - s["blocks"][0]
-                                                               for s in plan["stages"]]}}
-    if any(s["recompute"] != "none" for s in plan["stages"]):
-        config["activation_checkpointing"] = {"partition_activations": plan["tp"] != 1,
+def deepspeed_refusal(plan: dict) -> str | None:
+    """Why a DeepSpeed config cannot describe ``plan``, or None."""
+    if plan["mode"] == "hap":
+        return "it gives replicas on different GPU types different micro-batch shares"
+    if plan["tp"] != 1 or plan["pp"] != 1:
+        return ("it uses tensor or pipeline parallelism: DeepSpeed's engine runs no TP, and its pipeline "
+                "engine needs a PipelineModule and refuses ZeRO-2/3")
+    if plan["stages"][0]["recompute"] == "selective":
+        return "DeepSpeed checkpoints whole layers (no selective recomputation)"
+    return None
+
+
+def deepspeed_config(plan: dict, train: Training) -> dict:
+    """A DeepSpeed JSON config for ``plan`` (CannotExpress if it has none)."""
+    why = deepspeed_refusal(plan)
+    if why:
+        raise CannotExpress(why)
+    stage = plan["stages"][0]
+    config: dict = {"train_batch_size": train.global_batch,
+                    "train_micro_batch_size_per_gpu": plan["microbatch"],
+                    "gradient_accumulation_steps": plan["microbatches"],
+                    "zero_optimization": {"stage": stage["zero"]}}
+    if train.precision != "fp32":
+        config[train.precision] = {"enabled": True}
+    if stage["recompute"] == "full":
+        config["activation_checkpointing"] = {"partition_activations": False,
                                               "contiguous_memory_optimization": True}
-    return json.dumps(config, sort_keys=True)
+    return config
+
+
+def launch_lines(plan: dict, model: Model, train: Training, gpus: int) -> dict:
+    """Each launcher's output for ``plan``: ``{"megatron": {"arguments": [...], "gpus": N}}`` or
+    ``{"refused": why}``, and the same for ``"deepspeed"`` with ``"config"``."""
+    out: dict = {}
+    for name, make in (("megatron", lambda: megatron_arguments(plan, model, train)),
+                       ("deepspeed", lambda: deepspeed_config(plan, train))):
+        try:
+            out[name] = {"arguments" if name == "megatron" else "config": make(), "gpus": gpus}
+        except CannotExpress as why:
+            out[name] = {"refused": str(why)}
+    return out

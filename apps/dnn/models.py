@@ -144,7 +144,9 @@ def transformer(name: str, layers: int, hidden: int, heads: int, vocab: int, seq
         blocks.append(Block("head", h * classes + 2 * h, 2 * h * classes / seq, 0, 0, 2 * h, 0, h, 0))
     else:
         blocks.append(Block("head", vocab * h, 2 * h * vocab, 0, 0, 4 * h + 4 * vocab, 0, h, 0, tied=tied))
-    meta = dict(layers=layers + decoder_layers, hidden=h, heads=heads, vocab=vocab, ffn=f, kv_heads=k)
+    meta = dict(layers=layers + decoder_layers, hidden=h, heads=heads, vocab=vocab, ffn=f, kv_heads=k,
+                swiglu=swiglu, bias=bias, tied=tied, positions=positions, experts=experts, top_k=top_k,
+                decoder_layers=decoder_layers, classes=classes)
     return Model(name, blocks, seq, meta)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from yewpy.apps.dnn.cluster import Cluster
@@ -54,6 +54,7 @@ class Shape:
     schedule: str
     v: int = 1
     k: int = 1
+    rc: str = ""  # the one recomputation mode of every stage, when the launcher needs one (else "")
 
     def form(self) -> tuple:
         if self.mode == "pipe":
@@ -179,6 +180,8 @@ class PlanSearch(Optimisation):
                 widths = [c[1] for c in combo]
                 for d in divisors(math.gcd(*widths)):
                     ts = [w // d for w in widths]
+                    if tr.one_tp and len(set(ts)) > 1:
+                        continue
                     if any(not self.tp_fits(t) or groups[g].gpus_per_node % t for g, t in zip(subset, ts)):
                         continue
                     if fix.get("dp", d) != d or any(fix.get("tp", t) != t for t in ts):
@@ -186,7 +189,7 @@ class PlanSearch(Optimisation):
                     parts = tuple((g, c[0], t) for g, c, t in zip(subset, combo, ts))
                     out += self._schedules("pipe", parts, p, d, 0, tr.global_batch)
             # hap mode: replicas of whole pipelines on different groups
-            if len(subset) < 2:
+            if len(subset) < 2 or not tr.hap:
                 continue
             for p in range(1, self.n + 1):
                 if fix.get("pp", p) != p:
@@ -227,7 +230,7 @@ class PlanSearch(Optimisation):
                 if fix.get("schedule", sched) != sched or (p == 1 and sched != "1f1b"):
                     continue
                 if sched == "interleaved":
-                    if mode == "hap" or m % p:
+                    if mode == "hap" or m % p or p < tr.interleave_min_pp:
                         continue
                     for v in tr.interleave:
                         if p * v <= self.n and fix.get("v", v) == v:
@@ -240,7 +243,13 @@ class PlanSearch(Optimisation):
                     continue
                 else:
                     out.append(Shape(mode, parts, p, d, t, b, m, sched))
+        if tr.uniform_recompute:
+            out = [replace(sh, rc=rc) for sh in out for rc in self._recompute_modes()]
         return out
+
+    def _recompute_modes(self) -> list[str]:
+        tr = self.train
+        return [rc for rc in RECOMPUTE if rc in tr.recompute and tr.fix.get("recompute", rc) == rc]
 
     # -- per-shape data ----------------------------------------------------------------------------
 
@@ -334,7 +343,7 @@ class PlanSearch(Optimisation):
     def _allowed(self, sid: int) -> tuple:
         """The (recompute, ZeRO) pairs a stage of shape ``sid`` may take, in the order children use."""
         sh, tr = self.shapes[sid], self.train
-        rcs = [rc for rc in RECOMPUTE if rc in tr.recompute and tr.fix.get("recompute", rc) == rc]
+        rcs = [sh.rc] if sh.rc else self._recompute_modes()
         zs = [z for z in sorted(tr.zero) if tr.fix.get("zero", z) == z]
         if sh.d == 1:
             zs = [0] if (not zs or 0 in zs or "zero" not in tr.fix) else []
@@ -370,6 +379,8 @@ class PlanSearch(Optimisation):
             else:
                 newcounts = (counts[0] - 1,)
             ks = [R] if q == 1 else _discrepancy(share, minblocks, hi_max - lo)
+            if self.train.megatron_stages:
+                ks = [k for k in ks if self._megatron_stage(sh, lo, k, j, stages)]
             for k in ks:
                 opts = self._stage_options(sid, g, lo, lo + k, j, prev)
                 if not opts:
@@ -403,6 +414,15 @@ class PlanSearch(Optimisation):
                         if self.memo_on and self._dominated(child):
                             continue
                         yield child
+
+    def _megatron_stage(self, sh: Shape, lo: int, k: int, j: int, stages: tuple) -> bool:
+        """Megatron-LM's stage rule for blocks [lo, lo + k) as stage ``j``: at least one transformer
+        layer (the embedding and head blocks are not layers), a multiple of v layers, and the middle
+        stages all equal (``--decoder-first/last-pipeline-num-layers`` set the ends)."""
+        layers = k - (lo == 0) - (lo + k == self.n)
+        if layers < 1 or layers % sh.v:
+            return False
+        return not 2 <= j <= sh.p - 2 or k == stages[1][1]
 
     def _stage_options(self, sid: int, g: int | None, lo: int, hi: int, j: int, prev: int | None) -> tuple:
         """The memory-feasible (recompute, ZeRO) options of blocks [lo, hi) as stage ``j``, less those
@@ -522,6 +542,8 @@ class PlanSearch(Optimisation):
         """Per-worker memo: drop a state no better than one seen at equal (shape, blocks, stages left,
         last group: the next stage's p2p link depends on it)."""
         key = (child[1], child[2], child[3], child[7][-1][0])
+        if self.train.megatron_stages and len(child[7]) > 1:  # the middle stages' size binds the rest
+            key += (child[7][1][1],)
         seen = self.memo.get(key)
         if len(child[4]) == 1:  # pipe: (sum, max, exposed) scalars, compared without generators
             s, x, e = child[4][0], child[5][0], child[6]

@@ -144,7 +144,8 @@ def report(app: str, args: argparse.Namespace, result: Result, lines: list[str])
         return json.dumps({"app": app, "skeleton": args.skeleton, "ranks": result.metrics.get("ranks", 1),
                            **result.to_dict()}, default=str)
     text = [*lines, f"nodes = {result.nodes}", f"status = {result.status}",
-            f"wall seconds = {result.seconds:.3f} (search only)", f"ranks = {result.metrics.get('ranks', 1)}"]
+            f"wall seconds = {result.seconds:.3f} ({result.timed})",
+            f"ranks = {result.metrics.get('ranks', 1)}"]
     if args.metrics:
         text.append(table(result.metrics["per_rank"]))
     return "\n".join(text)

@@ -1,0 +1,161 @@
+"""Launch output that is the plan: Megatron-LM arguments and DeepSpeed configs read back by an oracle
+of the launchers' own rules (tests/megatron_args.py) must give the plan that was chosen, and a plan a
+launcher cannot run is never printed as its arguments."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+
+import megatron_args
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from support import yewpy_cmd
+from yewpy.apps.dnn.cluster import load_cluster
+from yewpy.apps.dnn.cost import Training
+from yewpy.apps.dnn.launch import CannotExpress, deepspeed_config, megatron_arguments, restrict
+from yewpy.apps.dnn.models import load_model, transformer
+from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch
+from yewpy.apps.dnn_plan import plan
+
+# model, cluster, global batch, fix: plans with interleaving, uneven stages, GQA, MoE, fp16 and recompute
+CASES = [
+    ("megatron-145.6b", "dgx-a100-80g:192x8", 2304, {"tp": 8, "pp": 8, "schedule": "interleaved", "v": 4}),
+    ("gpt3-175b", "dgx-a100-80g:128x8", 1536, {}),
+    ("megatron-7.5b", "dgx-a100-80g:3x8", 264, {"pp": 3, "recompute": "full"}),
+    ("llama2-70b", "dgx-a100-80g:16x8", 512, {}),
+    ("mixtral-8x7b", "dgx-a100-80g:8x8", 256, {}),
+    ("megatron-3.6b", "dgx-v100-32g:4x8", 256, {}),
+    ("megatron-18.4b", "dgx-a100-80g:4x8+dgx-v100-32g:4x8", 512, {"tp": 2}),
+]
+
+
+# Without --launcher, what Megatron-LM cannot run in the free optimum of each case (others read back)
+MIXED = "its stages recompute differently, and Megatron-LM's recomputation is one setting for all"
+REFUSED = {
+    "megatron-145.6b": MIXED, "gpt3-175b": MIXED, "llama2-70b": MIXED, "mixtral-8x7b": MIXED,
+    "megatron-7.5b": "its stage layer counts [13, 12, 11] are not first, equal middle stages and last, "
+                     "each at least one layer and a multiple of v=4",
+    "megatron-18.4b": "Megatron-LM interleaves only with more than 2 pipeline stages",
+}
+
+
+def precision(cluster: str) -> str:
+    return "bf16" if all(g.bf16 for g in load_cluster(cluster).groups) else "fp16"
+
+
+def chosen(name: str, cluster: str, batch: int, fix: dict, launcher: str) -> tuple:
+    model = load_model(name)
+    train = restrict(Training(batch, model.seq, fix=fix, precision=precision(cluster)), launcher)
+    result = plan(model, load_cluster(cluster), train, top=1)
+    return model, train, result.extras["plan"], result.extras["predicted"]["gpus"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_megatron_arguments_read_back_as_the_plan(case):
+    model, train, best, gpus = chosen(*case, launcher="megatron")
+    argv = megatron_arguments(best, model, train)
+    built = megatron_args.megatron(argv, gpus)
+    assert built == megatron_args.plan_view(best, model.meta, train.precision)
+    assert built["layers"] and sum(built["layers"]) == model.meta["layers"]
+
+
+def test_the_issue_case_builds_the_virtual_stages_it_chose():
+    """145.6B, v = 4: 10 layers per stage gave Megatron-LM v = 5; now every stage is a multiple of 4."""
+    model, train, best, gpus = chosen(*CASES[0], launcher="megatron")
+    built = megatron_args.megatron(megatron_arguments(best, model, train), gpus)
+    assert built["interleave"] == 4 and all(k % 4 == 0 for k in built["layers"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_unrestricted_plans_are_read_back_or_refused(case):
+    """Without --launcher the plan is free; Megatron-LM's arguments are then exactly the plan or absent."""
+    model, train, best, gpus = chosen(*case, launcher="none")
+    try:
+        argv = megatron_arguments(best, model, train)
+    except CannotExpress as why:
+        assert str(why) == REFUSED[case[0]]
+        return
+    assert case[0] not in REFUSED
+    assert megatron_args.megatron(argv, gpus) == megatron_args.plan_view(best, model.meta, train.precision)
+
+
+def test_what_megatron_cannot_run_is_refused_with_the_reason():
+    model = load_model("megatron-18.4b")
+    base = {"mode": "pipe", "tp": 2, "pp": 4, "dp": 4, "microbatch": 1, "microbatches": 32,
+            "schedule": "1f1b", "interleave": 1, "group_size": 1, "stages": [
+                      {"blocks": [0, 11], "recompute": "none", "zero": 1},
+                      {"blocks": [11, 21], "recompute": "none", "zero": 1},
+                      {"blocks": [21, 31], "recompute": "none", "zero": 1},
+                      {"blocks": [31, 42], "recompute": "none", "zero": 1}]}
+    train = Training(512, 2048)
+    megatron_args.megatron(megatron_arguments(base, model, train), 32)      # the base plan runs
+    for change, reason in (
+            ({"pp": 2, "schedule": "interleaved", "interleave": 2}, "more than 2 pipeline stages"),
+            ({"schedule": "kfkb", "group_size": 2}, "no kfkb schedule"),
+            ({"mode": "hap"}, "micro-batch shares"),
+            ({"tp": [2, 4]}, "different tensor-parallel degrees"),
+            ({"stages": [dict(s, zero=3) for s in base["stages"]]}, "ZeRO-2/3"),
+            ({"stages": [dict(s, recompute="full" if i else "none") for i, s in enumerate(base["stages"])]},
+             "recompute differently"),
+            ({"stages": [{"blocks": [0, 1], "recompute": "none", "zero": 1}] + base["stages"][1:]},
+             "layer counts"),
+            ({"schedule": "interleaved", "interleave": 4}, "multiple of v=4")):
+        with pytest.raises(CannotExpress, match=reason):
+            megatron_arguments(dict(base, **change), model, train)
+    with pytest.raises(CannotExpress, match="decoder-only"):
+        megatron_arguments(base, load_model("t5-11b"), train)
+
+
+def test_deepspeed_config_reads_back_and_refuses_pipelines():
+    model, train, best, gpus = chosen("megatron-18.4b", "dgx-a100-80g:32x8", 1024, {}, "deepspeed")
+    built = megatron_args.deepspeed(deepspeed_config(best, train), gpus)
+    assert built == {"dp": best["dp"], "microbatch": best["microbatch"], "microbatches": best["microbatches"],
+                     "zero": best["stages"][0]["zero"], "precision": "bf16",
+                     "recompute": best["stages"][0]["recompute"]}
+    _, train, piped, _ = chosen("gpt3-175b", "dgx-a100-80g:128x8", 1536, {}, "none")
+    with pytest.raises(CannotExpress, match="pipeline"):
+        deepspeed_config(piped, train)
+
+
+@settings(max_examples=20, deadline=None)
+@given(layers=st.integers(3, 9), batch=st.sampled_from([16, 32, 64]),
+       cluster=st.sampled_from(["dgx-a100-80g:1x8", "dgx-a100-80g:2x4", "dgx-v100-16g:2x4"]),
+       mem=st.sampled_from([0.3, 0.6, 0.9]))
+def test_megatron_restricted_bnb_equals_exhaustive(layers, batch, cluster, mem):
+    """The launcher's rules (one recompute mode, equal middle stages: in the dominance memo's key) keep
+    the bound and memo exact: BnB = the exhaustive tree under the same rules, and the plan reads back."""
+    model = transformer("small", layers=layers, hidden=4096, heads=32, vocab=32000, seq=1024)
+    train = restrict(Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4),
+                              precision=precision(cluster)), "megatron")
+    bnb = PlanSearch(model, load_cluster(cluster), train).search(prune_level=False)
+    exhaustive = ExhaustivePlanSearch(model, load_cluster(cluster), train).search(prune_level=False)
+    if exhaustive.objective is None or math.isinf(exhaustive.objective):
+        assert bnb.objective is None or math.isinf(bnb.objective)
+        return
+    assert bnb.objective == pytest.approx(exhaustive.objective, rel=1e-12)
+    result = plan(model, load_cluster(cluster), train, top=1)
+    best = result.extras["plan"]
+    built = megatron_args.megatron(megatron_arguments(best, model, train), result.extras["predicted"]["gpus"])
+    assert built == megatron_args.plan_view(best, model.meta, train.precision)
+
+
+def test_cli_launcher_and_precision():
+    run = subprocess.run([*yewpy_cmd(), "dnn-plan", "--model", "megatron-3.6b", "--cluster",
+                          "dgx-v100-32g:4x8", "--global-batch", "256", "--launcher", "megatron", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    argv = out["launch"]["megatron"]["arguments"]
+    assert "--fp16" in argv and "--bf16" not in argv                  # V100s have no bfloat16
+    assert megatron_args.megatron(argv, out["predicted"]["gpus"])["tp"] == out["plan"]["tp"]
+    for flags, message in ((["--precision", "bf16"], "do not compute in bfloat16"),
+                           (["--model", "t5-11b", "--launcher", "megatron"], "not a decoder-only"),
+                           (["--launcher", "deepspeed", "--fix", "pp=2"], "pure data parallelism"),
+                           (["--launcher", "megatron", "--zero", "3"], "no ZeRO stage")):
+        args = ["--model", "megatron-3.6b", "--cluster", "dgx-v100-32g:4x8", "--global-batch", "256", *flags]
+        run = subprocess.run([*yewpy_cmd(), "dnn-plan", *args], capture_output=True, text=True, timeout=120)
+        assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
