@@ -166,3 +166,23 @@ def test_cli_plans_a_small_gpt2_config(tmp_path):
     line = key_line({**GPT2, "model_type": "bert"}, "model_type")
     assert refused.returncode == 2, refused.stderr
     assert refused.stderr.startswith(f"yewpy: error: {bad}:{line}: unsupported model_type"), refused.stderr
+
+
+def test_falcon_counts_what_transformers_builds(tmp_path):
+    """As transformers' FalconAttention/FalconDecoderLayer (the fuzzer's oracle found both differences):
+    the old architecture ignores num_kv_heads (q, k, v of every head, 3h, without multi_query), and
+    num_ln_in_parallel_attn = 2 or parallel_attn = false give two LayerNorms in either architecture."""
+    h, layers, head = 4544, 32, 4544 // 71
+    multi_query = load_model(write(tmp_path, FALCON_7B)).params
+    full = load_model(write(tmp_path, {**FALCON_7B, "multi_query": False})).params
+    assert full - multi_query == layers * h * (2 * h - 2 * head)
+    assert load_model(write(tmp_path, {**FALCON_7B, "multi_query": False, "num_kv_heads": 1})).params == full
+    two_norms = load_model(write(tmp_path, {**FALCON_7B, "num_ln_in_parallel_attn": 2})).params
+    assert two_norms - multi_query == layers * 2 * h
+    new = {**FALCON_7B, "new_decoder_architecture": True, "num_kv_heads": 71}
+    one = load_model(write(tmp_path, {**new, "num_ln_in_parallel_attn": 1})).params
+    assert load_model(write(tmp_path, {**new, "num_ln_in_parallel_attn": 1, "parallel_attn": False})).params \
+        == one + layers * 2 * h
+    bad = {**FALCON_7B, "num_ln_in_parallel_attn": 3}
+    assert_names_line(load_model, tmp_path / "config.json", json.dumps(bad, indent=2),
+                      key_line(bad, "num_ln_in_parallel_attn"))

@@ -110,7 +110,17 @@ class Cluster:
         return "+".join(f"{g.name}:{g.nodes}x{g.gpus_per_node}" for g in self.groups)
 
 
-_SPEC = re.compile(r"^([A-Za-z0-9_.\-]+?)(?::(\d+)x(\d+))?$")
+_SPEC = re.compile(r"^([A-Za-z0-9_.\-]+?)(?::([0-9]+)x([0-9]+))?$")    # ASCII digits only (not \d)
+MAX_GROUPS = 8      # the planner tries every subset of groups: its time doubles with each group
+MAX_GPUS = 2**20    # GPUs in all (the largest clusters built have ~1e5); the planner loops over divisors
+
+
+def _too_big(groups: list[DeviceGroup]) -> str | None:
+    """Why a cluster of ``groups`` is too big to plan (MAX_GROUPS, MAX_GPUS), or None."""
+    if len(groups) > MAX_GROUPS:
+        return f"more than {MAX_GROUPS} groups (the search doubles with each group; merge identical ones)"
+    gpus = sum(g.gpus for g in groups)
+    return f"{gpus} GPUs, more than {MAX_GPUS}" if gpus > MAX_GPUS else None
 
 
 def parse_spec(spec: str) -> Cluster:
@@ -122,6 +132,8 @@ def parse_spec(spec: str) -> Cluster:
             raise UsageError(f"bad cluster group {part!r}: expected PRESET:NODESxGPUS with PRESET one of "
                              f"{', '.join(PRESETS)}")
         base = PRESETS[m.group(1)]
+        if max(len(m.group(2) or ""), len(m.group(3) or "")) > 9:     # int() refuses > 4300 digits
+            raise UsageError(f"bad cluster group {part!r}: more than {MAX_GPUS} GPUs")
         nodes = int(m.group(2) or 1)
         g = int(m.group(3) or base.gpus_per_node)
         if nodes < 1 or g < 1:
@@ -130,6 +142,9 @@ def parse_spec(spec: str) -> Cluster:
             raise UsageError(f"bad cluster group {part!r}: a {base.name} node has {base.gpus_per_node} GPUs, "
                              f"not {g}")
         groups.append(replace(base, nodes=nodes, gpus_per_node=g))
+        too_big = _too_big(groups)
+        if too_big:
+            raise UsageError(f"bad cluster group {part!r}: the cluster has {too_big}")
     return Cluster(groups)
 
 
@@ -170,12 +185,16 @@ def read_cluster(path: str) -> Cluster:
                 continue
             kind = int if key in ("nodes", "gpus_per_node") else float
             default = None if base is None else getattr(base, attr) / scale
-            value = jsonfile.field(path, obj, key, kind, default, minimum=0)
+            most = MAX_GPUS if kind is int else jsonfile.MAX_NUMBER
+            value = jsonfile.field(path, obj, key, kind, default, 0, most)
             if value <= 0 and key not in ("intra_latency_us", "inter_latency_us"):
                 raise InputError(path, obj.line, f"field {key!r} must be positive, got {value!r}")
             values[attr] = kind(value * scale) if kind is int else value * scale
         values["bf16"] = jsonfile.field(path, obj, "bf16", bool, base.bf16 if base else True, None)
         groups.append(DeviceGroup(**values))
+        too_big = _too_big(groups)
+        if too_big:
+            raise InputError(path, obj.line, f"the cluster has {too_big}")
     return Cluster(groups)
 
 

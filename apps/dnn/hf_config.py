@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from yewpy.apps.dnn import jsonfile
-from yewpy.apps.dnn.models import Model, transformer
+from yewpy.apps.dnn.models import MAX_BLOCKS, Model, transformer
 from yewpy.errors import InputError
 
 __all__ = ["FAMILIES", "is_hf_config", "from_hf_config"]
@@ -36,6 +36,8 @@ _WS = re.compile(r"[ \t\n\r]*")
 # architectures[0] prefix -> model_type, used only when a config has no "model_type" (old files)
 _ARCHITECTURES = {"LlamaFor": "llama", "MistralFor": "mistral", "MixtralFor": "mixtral", "Qwen2For": "qwen2",
                   "GPT2": "gpt2", "GPTNeoXFor": "gpt_neox", "FalconFor": "falcon", "T5": "t5"}
+# the keys that count layers (a block each: at most MAX_BLOCKS); any other integer is at most 2**53
+_LAYER_KEYS = {"num_hidden_layers", "n_layer", "num_layers", "num_decoder_layers"}
 
 
 def is_hf_config(doc: Any) -> bool:
@@ -111,6 +113,9 @@ class _Keys:
             raise self.error(key, f"{key!r} must be a positive integer, got {json.dumps(value)}")
         if value < 1:
             raise self.error(key, f"{key!r} must be a positive integer, got {value}")
+        limit = MAX_BLOCKS if key in _LAYER_KEYS else jsonfile.MAX_NUMBER
+        if value > limit:
+            raise self.error(key, f"{key!r} must be at most {limit}, got {value}")
         return value
 
     def flag(self, name: str, default: bool) -> bool:
@@ -217,13 +222,17 @@ def _falcon(k: _Keys) -> tuple[dict[str, Any], int]:
     heads, _ = k.heads(hidden, "num_attention_heads", "n_head")
     new_arch = k.flag("new_decoder_architecture", False)
     multi_query = k.flag("multi_query", True)
-    kv = 1 if multi_query and not new_arch else k.kv_heads(heads, ("num_kv_heads", "n_head_kv"))
+    # as transformers' FalconAttention: the new architecture has num_kv_heads key/value groups; the old
+    # one fuses q, k, v of every head (3h) unless multi_query (one k/v head), and ignores num_kv_heads
+    kv = k.kv_heads(heads, ("num_kv_heads", "n_head_kv")) if new_arch else 1 if multi_query else heads
     bias = k.flag("bias", False)
     k.flag("alibi", False)  # checked only: ALiBi and rotary both have no position table
-    if new_arch:
-        norms = k.integer("num_ln_in_parallel_attn", default=2)
-    else:
-        norms = 1 if k.flag("parallel_attn", True) else 2
+    # as FalconDecoderLayer: two LayerNorms without parallel_attn or with num_ln_in_parallel_attn = 2
+    # (the new architecture's default), else one
+    lns = k.integer("num_ln_in_parallel_attn", default=2 if new_arch else 1)
+    if lns > 2:
+        raise k.error("num_ln_in_parallel_attn", f"'num_ln_in_parallel_attn' must be 1 or 2, got {lns}")
+    norms = 2 if lns == 2 or not k.flag("parallel_attn", True) else 1
     out = dict(layers=k.integer("num_hidden_layers", "n_layer"), hidden=hidden, heads=heads, kv_heads=kv,
                ffn=k.integer("ffn_hidden_size", default=4 * hidden), vocab=k.integer("vocab_size"),
                seq=k.integer("max_position_embeddings", default=2048),

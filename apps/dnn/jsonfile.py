@@ -5,9 +5,14 @@ from __future__ import annotations
 import json
 import json.decoder
 import json.scanner
+import math
 from typing import Any
 
 from yewpy.errors import InputError
+
+MAX_DEPTH = 64              # objects and arrays nested deeper are refused (the pure-Python scanner recurses)
+MAX_NUMBER_CHARS = 100      # a longer number literal is refused (int() of >4300 digits raises ValueError)
+MAX_NUMBER = 2**53          # the largest value field() takes: beyond it counts are no longer exact
 
 
 class Obj(dict):
@@ -16,24 +21,70 @@ class Obj(dict):
     line: int = 1
 
 
+class _Refused(Exception):
+    """Valid JSON that the readers refuse (NaN, duplicate keys, deep nesting), at an offset."""
+
+    def __init__(self, pos: int, message: str) -> None:
+        super().__init__(message)
+        self.pos, self.message = pos, message
+
+
 class _LineDecoder(json.JSONDecoder):
+    """Strict JSON: objects become :class:`Obj` with their line; NaN/Infinity literals, duplicate keys,
+    nesting deeper than MAX_DEPTH and number literals longer than MAX_NUMBER_CHARS are refused."""
+
     def __init__(self) -> None:
         super().__init__()
+        depth = [0]
+
+        def value(s: str, idx: int) -> tuple:
+            """Every value goes through here (top level, object members, array items)."""
+            if s.startswith(("NaN", "Infinity", "-Infinity"), idx):
+                raise _Refused(idx, "NaN and Infinity are not numbers a file may give")
+            number = json.scanner.NUMBER_RE.match(s, idx)
+            if number and number.end() - idx > MAX_NUMBER_CHARS:
+                raise _Refused(idx, f"a number literal longer than {MAX_NUMBER_CHARS} characters")
+            if number and not number.group().isascii():     # NUMBER_RE's \d takes any Unicode digit
+                raise _Refused(idx, f"a number with non-ASCII digits: {number.group()!r}")
+            return scanner(s, idx)
+
+        def nested(end: int) -> None:
+            depth[0] += 1
+            if depth[0] > MAX_DEPTH:
+                raise _Refused(end, f"objects and arrays nested more than {MAX_DEPTH} deep")
 
         def parse_object(s_and_end: tuple, strict: bool, scan_once: Any, object_hook: Any,
                          object_pairs_hook: Any, memo: Any = None) -> tuple:
             s, end = s_and_end
-            pairs, new_end = json.decoder.JSONObject(s_and_end, strict, scan_once, None, None, memo)
+            nested(end)
+            try:
+                pairs, new_end = json.decoder.JSONObject(s_and_end, strict, value, None, list, memo)
+            finally:
+                depth[0] -= 1
             obj = Obj(pairs)
             obj.line = s.count("\n", 0, end) + 1
+            if len(obj) < len(pairs):                       # json keeps the last silently
+                keys = [key for key, _ in pairs]
+                twice = next(key for i, key in enumerate(keys) if key in keys[:i])
+                raise _Refused(end, f"duplicate key {twice!r} in one object")
             return obj, new_end
 
+        def parse_array(s_and_end: tuple, scan_once: Any) -> tuple:
+            nested(s_and_end[1])
+            try:
+                return json.decoder.JSONArray(s_and_end, value)
+            finally:
+                depth[0] -= 1
+
         self.parse_object = parse_object
-        self.scan_once = json.scanner.py_make_scanner(self)
+        self.parse_array = parse_array
+        scanner = json.scanner.py_make_scanner(self)
+        self.scan_once = value
 
 
 def load(path: str) -> Any:
-    """The parsed file; objects are :class:`Obj`. Syntax errors raise InputError with the line."""
+    """The parsed file; objects are :class:`Obj`. Syntax errors, and the valid JSON that
+    :class:`_LineDecoder` refuses, raise InputError with the line."""
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
@@ -43,11 +94,16 @@ def load(path: str) -> Any:
         return _LineDecoder().decode(text)
     except json.JSONDecodeError as exc:
         raise InputError(path, exc.lineno, f"invalid JSON: {exc.msg}") from None
+    except _Refused as exc:
+        raise InputError(path, text.count("\n", 0, exc.pos) + 1, exc.message) from None
+    except RecursionError:          # only if called with little stack left: MAX_DEPTH keeps it shallow
+        raise InputError(path, None, "nested too deeply to read") from None
 
 
-def field(path: str, obj: Obj, key: str, kind: type = float, default: Any = None, minimum: float | None = 0
-          ) -> Any:
-    """``obj[key]`` checked to be a number (or ``kind``) >= ``minimum``; missing -> default or error."""
+def field(path: str, obj: Obj, key: str, kind: type = float, default: Any = None, minimum: float | None = 0,
+          maximum: float = MAX_NUMBER) -> Any:
+    """``obj[key]`` checked to be a finite number (or ``kind``) in [``minimum``, ``maximum``];
+    missing -> default or error."""
     line = getattr(obj, "line", None)
     if key not in obj:
         if default is None:
@@ -64,8 +120,12 @@ def field(path: str, obj: Obj, key: str, kind: type = float, default: Any = None
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(path, line, f"field {key!r} must be a number, got {value!r}")
+    if not math.isfinite(value):            # 1e999 parses as inf
+        raise InputError(path, line, f"field {key!r} must be a finite number, got {value!r}")
     if kind is int and int(value) != value:
         raise InputError(path, line, f"field {key!r} must be an integer, got {value!r}")
     if minimum is not None and value < minimum:
         raise InputError(path, line, f"field {key!r} must be at least {minimum}, got {value!r}")
+    if value > maximum:
+        raise InputError(path, line, f"field {key!r} must be at most {maximum}, got {value!r}")
     return kind(value)

@@ -2,7 +2,9 @@
 
 Stable API (the fusion app builds on it):
 
-- ``load_model(spec) -> Model``: ``spec`` is a preset name (``PRESETS``) or a JSON file path.
+- ``load_model(spec) -> Model``: ``spec`` is a preset name (``PRESETS``), a JSON file path, or
+  ``FILE.py:NAME``: the function NAME of a Python file, called with no arguments, returns a Model or
+  a ``(torch_module, example_inputs)`` pair for :func:`from_torch`.
 - ``Model.blocks``: list of :class:`Block` in forward order; ``Model.seq`` the default sequence
   length; ``Model.params`` the parameter count (tied copies counted once);
   ``Model.forward_flops(b, s)`` the forward FLOPs of one micro-batch of ``b`` sequences.
@@ -27,7 +29,13 @@ using the same builder as the presets (keys of :func:`transformer`). A Hugging F
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import importlib.util
+import math
+import numbers
+import os
+import runpy
+import sys
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from yewpy.apps.dnn import jsonfile
@@ -186,6 +194,8 @@ def _presets() -> dict[str, dict[str, Any]]:
 
 
 PRESETS = _presets()
+MAX_BLOCKS = 10_000         # blocks a model file may make (Megatron's 1T model has 130): more is a typo
+MAX_PARAMS = float(2**53)   # parameters a model file may describe (the largest trained models: ~2e12)
 BLOCK_KEYS = {"name": str, "params": float, "flops_per_token": float, "flops_per_token_sq": float,
               "act_replicated": float, "act_sharded": float, "act_attention": float, "boundary": float,
               "tp_allreduces": int, "tied": bool, "expert_params": float, "experts": int, "a2a": float,
@@ -202,29 +212,59 @@ def _unknown(path: str, obj: jsonfile.Obj, allowed: Any) -> None:
             raise InputError(path, obj.line, f"unknown field {key!r}")
 
 
+def _sized(path: str, line: int, model: Model) -> Model:
+    """``model`` if its size is one a planner input can mean: at most MAX_BLOCKS blocks and MAX_PARAMS
+    parameters (a typo such as 1e308 or 2**63 must not become a plan, an inf or a hang)."""
+    if len(model.blocks) > MAX_BLOCKS:
+        raise InputError(path, line, f"{len(model.blocks)} blocks, more than the {MAX_BLOCKS} allowed")
+    if not model.params <= MAX_PARAMS:
+        raise InputError(path, line, f"{model.params:.4g} parameters: a model file may describe at most "
+                                     f"2**53 = {MAX_PARAMS:.4g}")
+    return model
+
+
+def _transformer_file(path: str, name: str, spec: jsonfile.Obj) -> Model:
+    """The ``{"transformer": {...}}`` form: :func:`transformer`'s keys, checked to describe a real shape."""
+    _unknown(path, spec, TRANSFORMER_KEYS)
+    required = ("layers", "hidden", "heads", "vocab", "seq")
+    kwargs = {key: jsonfile.field(path, spec, key, kind, None if key in required else (
+              False if kind is bool else 0), minimum=0 if kind is not bool else None,
+              maximum=MAX_BLOCKS if key in ("layers", "decoder_layers") else jsonfile.MAX_NUMBER)
+              for key, kind in TRANSFORMER_KEYS.items() if key in spec or key in required}
+    if kwargs["layers"] < 1 or kwargs["hidden"] < 1 or kwargs["heads"] < 1 or kwargs["seq"] < 1:
+        raise InputError(path, spec.line, "layers, hidden, heads and seq must be positive")
+    heads, hidden = kwargs["heads"], kwargs["hidden"]
+    if "head_dim" in kwargs and kwargs["head_dim"] < 1:
+        raise InputError(path, spec.line, "head_dim must be positive")
+    if "head_dim" not in kwargs and hidden % heads:
+        raise InputError(path, spec.line, f"heads = {heads} does not divide hidden = {hidden} "
+                                          "(give head_dim for such a shape)")
+    kv = kwargs.get("kv_heads", heads)
+    if kv < 1 or heads % kv:
+        raise InputError(path, spec.line, f"kv_heads = {kv} must be positive and divide heads = {heads}")
+    top_k = kwargs.get("top_k", 2)
+    if top_k < 1 or (kwargs.get("experts", 0) and top_k > kwargs["experts"]):
+        raise InputError(path, spec.line, f"top_k = {top_k} must be positive and at most experts = "
+                                          f"{kwargs.get('experts', 0)}")
+    return transformer(name, **kwargs)
+
+
 def read_model(path: str) -> Model:
     """A model from a JSON file (see the module docstring); errors name the offending line."""
     doc = jsonfile.load(path)
     from yewpy.apps.dnn import hf_config  # here: hf_config imports this module
 
     if hf_config.is_hf_config(doc):
-        return hf_config.from_hf_config(path, doc)
+        return _sized(path, doc.line, hf_config.from_hf_config(path, doc))
     if not isinstance(doc, jsonfile.Obj):
         raise InputError(path, 1, "a model file is a JSON object")
-    name = doc.get("name", path)
+    name = jsonfile.field(path, doc, "name", str, str(path), None)
     if "transformer" in doc:
         _unknown(path, doc, {"name", "transformer"})
         spec = doc["transformer"]
         if not isinstance(spec, jsonfile.Obj):
             raise InputError(path, doc.line, "'transformer' must be an object")
-        _unknown(path, spec, TRANSFORMER_KEYS)
-        required = ("layers", "hidden", "heads", "vocab", "seq")
-        kwargs = {key: jsonfile.field(path, spec, key, kind, None if key in required else (
-                  False if kind is bool else 0), minimum=0 if kind is not bool else None)
-                  for key, kind in TRANSFORMER_KEYS.items() if key in spec or key in required}
-        if kwargs["layers"] < 1 or kwargs["hidden"] < 1 or kwargs["heads"] < 1 or kwargs["seq"] < 1:
-            raise InputError(path, spec.line, "layers, hidden, heads and seq must be positive")
-        return transformer(str(name), **kwargs)
+        return _sized(path, spec.line, _transformer_file(path, name, spec))
     _unknown(path, doc, {"name", "seq", "blocks"})
     seq = jsonfile.field(path, doc, "seq", int, minimum=1)
     raw = doc.get("blocks")
@@ -243,21 +283,117 @@ def read_model(path: str) -> Model:
             default = None if required else (False if kind is bool else 0)
             values[key] = jsonfile.field(path, obj, key, kind, default, None if kind is bool else 0)
         label = jsonfile.field(path, obj, "name", str, f"block{len(blocks)}", None)
-        repeat = jsonfile.field(path, obj, "repeat", int, 1, 1)
+        repeat = jsonfile.field(path, obj, "repeat", int, 1, 1, MAX_BLOCKS)
+        if len(blocks) + repeat > MAX_BLOCKS:
+            raise InputError(path, obj.line, f"more than the {MAX_BLOCKS} blocks a model file may make")
         blocks += [Block(label if repeat == 1 else f"{label}{i}", **values) for i in range(repeat)]
     if not any(b.flops_per_token > 0 or b.flops_per_token_sq > 0 for b in blocks):
         raise InputError(path, doc.line, "every block has zero FLOPs: there is nothing to plan "
                                          "(give flops_per_token)")
-    return Model(str(name), blocks, seq)
+    return _sized(path, doc.line, Model(name, blocks, seq))
 
 
 def load_model(spec: str) -> Model:
-    """A preset name or a JSON file path."""
+    """A preset name, a JSON file path, or ``FILE.py:NAME`` (see :func:`python_model`)."""
     if spec in PRESETS:
         return transformer(spec, **PRESETS[spec])
+    path, colon, name = spec.rpartition(":")
+    if colon and path.endswith(".py"):
+        return python_model(path, name)
+    if spec.endswith(".py"):
+        raise UsageError(f"--model {spec}: name the function that builds the model, as {spec}:NAME")
     if spec.endswith(".json") or "/" in spec:
         return read_model(spec)
-    raise UsageError(f"unknown model {spec!r}: give a JSON file or one of {', '.join(PRESETS)}")
+    raise UsageError(f"unknown model {spec!r}: give a JSON file, FILE.py:NAME or one of {', '.join(PRESETS)}")
+
+
+def _one_line(exc: BaseException) -> str:
+    """``Type: message`` of an exception on one line (the user's own error, without a traceback)."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _where(path: str, exc: BaseException) -> str:
+    """``path:LINE`` at the innermost line of ``path`` that the exception passed through, else ``path``."""
+    line = exc.lineno if isinstance(exc, SyntaxError) and exc.filename == path else None
+    tb = exc.__traceback__
+    while tb is not None:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename) == os.path.abspath(path):
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return path if line is None else f"{path}:{line}"
+
+
+def python_model(path: str, name: str) -> Model:
+    """Run the Python file ``path`` (its folder importable meanwhile) and call its ``name()``: a
+    :class:`Model` is planned as it is, a ``(torch_module, example_inputs)`` pair goes through
+    :func:`from_torch`. Every failure, the user's own exceptions included, is one UsageError line
+    naming the file (and the line of the file the exception came from)."""
+    if not name.isidentifier():
+        raise UsageError(f"--model {path}:{name}: NAME must be the name of a function in {path}")
+    if not os.path.isfile(path):
+        raise UsageError(f"{path}: no such file (--model {path}:{name})")
+    folder = os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, folder)
+    try:
+        try:
+            namespace = runpy.run_path(path, run_name="__yewpy_model__")
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's file: any error is theirs
+            raise UsageError(f"{_where(path, exc)}: running the file raised {_one_line(exc)}") from None
+        build = namespace.get(name)
+        if not callable(build):
+            found = sorted(k for k, v in namespace.items() if callable(v) and not k.startswith("_")
+                           and getattr(v, "__module__", None) == "__yewpy_model__")
+            what = "no" if build is None else "a non-callable"
+            raise UsageError(f"{path}: {what} {name!r} in the file (its functions: "
+                             f"{', '.join(found) or 'none'})")
+        try:
+            made = build()
+        except (Exception, SystemExit) as exc:  # noqa: BLE001
+            raise UsageError(f"{_where(path, exc)}: {name}() raised {_one_line(exc)}") from None
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+    if isinstance(made, (tuple, list)) and len(made) == 2 and not isinstance(made, Model):
+        if importlib.util.find_spec("torch") is None:
+            raise UsageError(f"{path}: {name}() returned a (module, example_inputs) pair: from_torch needs "
+                             "PyTorch (pip install torch)")
+        module, inputs = made
+        try:
+            made = from_torch(module, tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,))
+        except Exception as exc:  # noqa: BLE001 - tracing the user's module
+            raise UsageError(f"{path}: from_torch could not trace what {name}() returned: "
+                             f"{_one_line(exc)}") from None
+    return _built(f"{path}: {name}()", made)
+
+
+def _built(where: str, model: Any) -> Model:
+    """``model`` if the planner can take it: a Model of Blocks with finite, non-negative numbers, some
+    FLOPs, a positive integer seq, at most MAX_BLOCKS blocks and MAX_PARAMS parameters."""
+    if not isinstance(model, Model):
+        raise UsageError(f"{where} returned {type(model).__name__}, not a Model or a "
+                         "(torch_module, example_inputs) pair")
+    seq = model.seq
+    if not isinstance(seq, numbers.Integral) or isinstance(seq, bool) or seq < 1:
+        raise UsageError(f"{where} returned a model whose seq is {seq!r}, not a positive integer")
+    blocks = model.blocks
+    if not isinstance(blocks, list) or not blocks or not all(isinstance(b, Block) for b in blocks):
+        raise UsageError(f"{where} returned a model whose blocks are not a non-empty list of Block")
+    for block in blocks:
+        for item in fields(Block):
+            value = getattr(block, item.name)
+            if item.name in ("name", "tied"):
+                continue
+            if not isinstance(value, numbers.Real) or isinstance(value, bool) or not math.isfinite(value) \
+                    or value < 0:
+                raise UsageError(f"{where} returned block {block.name!r} with {item.name} = {value!r}: "
+                                 "a finite number at least 0 is needed")
+    if not any(b.flops_per_token > 0 or b.flops_per_token_sq > 0 for b in blocks):
+        raise UsageError(f"{where} returned a model whose blocks all have zero FLOPs: nothing to plan")
+    if len(blocks) > MAX_BLOCKS or not model.params <= MAX_PARAMS:
+        raise UsageError(f"{where} returned {len(blocks)} blocks and {model.params:.4g} parameters: at most "
+                         f"{MAX_BLOCKS} and 2**53 are planned")
+    return model
 
 
 def from_torch(module: Any, example_inputs: tuple) -> Model:  # pragma: no cover - torch is optional
