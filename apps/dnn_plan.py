@@ -17,7 +17,7 @@ from yewpy.apps.dnn.cluster import Cluster, load_cluster
 from yewpy.apps.dnn.cost import DEFAULT_ETA, DEFAULT_ETA_H0, RECOMPUTE, SCHEDULES, Training
 from yewpy.apps.dnn.launch import LAUNCHERS, launch_lines, restrict
 from yewpy.apps.dnn.models import Model, load_model
-from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, canonical, describe, heads_not_divided
+from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, describe, heads_not_divided
 from yewpy.errors import UsageError
 from yewpy.numbers import ascii_digits
 from yewpy.result import Result
@@ -62,16 +62,18 @@ def plan(
     """Search, then break ties deterministically; ``result.extras`` holds the JSON plan, the top-K
     alternatives and the sensitivity range. ``params`` go to :func:`yewpy.search`."""
     start = time.perf_counter()
+    if params.get("coordination") == "ordered":
+        raise UsageError("dnn-plan keeps its top-K plans in the search itself, and the ordered skeleton "
+                         "runs only searches with one incumbent: use seq, depthbounded, stacksteal or budget")
     cls = ExhaustivePlanSearch if exhaustive else PlanSearch
-    search = cls(model, cluster, train)
-    params.setdefault("prune_level", False)
+    search = cls(model, cluster, train, top=max(1, top))
     result = search.search(**params)
-    if result.objective is None or result.objective == float("inf"):
+    if not search.ranked:
         raise UsageError(
             f"no plan fits: {model.name} does not fit on {cluster.describe()} in memory "
             "with the allowed techniques"
         )
-    ranked = canonical(PlanSearch(model, cluster, train), result.objective, max(1, top))
+    ranked = search.ranked
     best = describe(search, ranked[0][1])
     extras = dict(best)
     extras["top"] = [dict(describe(search, leaf)["plan"], iteration_seconds=value) for value, leaf in ranked]
@@ -181,7 +183,7 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="preset name (e.g. gpt3-175b) or model JSON file")
+    parser.add_argument("--model", required=True, help="preset name, model/HF JSON file, or FILE.py:NAME")
     parser.add_argument("--cluster", required=True, help="PRESET:NODESxGPUS[+...] or cluster JSON file")
     parser.add_argument("--global-batch", type=int, required=True, help="sequences per iteration")
     parser.add_argument("--seq", type=int, default=None, help="sequence length (default: the model's)")

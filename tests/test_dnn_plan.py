@@ -258,7 +258,7 @@ def test_stage_options_match_stage_cost():
     search = PlanSearch(model, cluster, Training(32, 1024, memory_fraction=0.5, microbatches=(1, 2)))
     checked = 0
     for sid, sh in enumerate(search.shapes):
-        node = ("s", sid, 0, search._counts0(sid), *search._zero_state(sid), ())
+        node = ("s", sid, 0, search._counts0(sid), *search._zero_state(sid), (), ())
         groups = [g for g, s, _ in sh.parts for _ in range(s)] if sh.mode == "pipe" else [None] * sh.p
         for j, g in enumerate(groups[:-1]):
             lo, prev = node[2], node[7][-1][0] if node[7] else None
@@ -289,8 +289,11 @@ def test_stage_options_match_stage_cost():
 def test_every_coordination_same_plan():
     model, cluster = load_model("megatron-1.7b"), load_cluster("dgx-a100-80g:1x8+dgx-v100-32g:2x4")
     train = Training(64, 2048)
-    plans = [plan(model, cluster, train, top=2, coordination=c, **p).extras for c, p in COORDINATIONS]
+    plans = [plan(model, cluster, train, top=2, coordination=c, **p).extras
+             for c, p in COORDINATIONS if c != "ordered"]
     assert all(x["plan"] == plans[0]["plan"] and x["top"] == plans[0]["top"] for x in plans)
+    with pytest.raises(UsageError, match="one incumbent"):   # the top-K list is not one incumbent
+        plan(model, cluster, train, coordination="ordered", spawn_depth=1)
 
 
 def test_mixed_cluster_no_worse_than_a100_part():

@@ -9,9 +9,11 @@ Tree (docs/dnn.md has the details and the bound's proof):
 3. the micro-batch b and the schedule (1F1B, interleaved with v chunks, kFkB with groups of k, GPipe);
 4. stage by stage: the device group (pipe mode), the number of blocks, recomputation and ZeRO stage.
 
-Nodes are tuples (picklable, small). The objective (iteration seconds) is minimised; ties between
-plans of equal time are broken by a separate deterministic pass (:func:`canonical`), so every
-coordination and rank count reports the identical plan.
+Nodes are tuples (picklable, small). The search is an enumeration whose value is the ``top`` best
+distinct shapes, each by its best leaf under the total order (iteration seconds, shape, stages): the
+search prunes against this worker's own top-th best shape and the shape's own best, and the workers'
+lists merge (``combine``) into the global one. The order has no ties, so every coordination and rank
+count reports the identical plans without a second pass.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from yewpy.apps.dnn.cost import (
     zero3_collectives,
 )
 from yewpy.apps.dnn.models import Model
-from yewpy.kinds import Optimisation
+from yewpy.kinds import Enumeration
+from yewpy.result import Result
 
 SAFETY = 1.0 - 1e-9  # bounds are shrunk by this factor against rounding
 
@@ -115,13 +118,19 @@ def integer_shares(A: list, X: list, d: list, M: int) -> tuple[float, list]:
     return worst, counts
 
 
-class PlanSearch(Optimisation):
-    """Minimise the predicted iteration time of training ``model`` on ``cluster``."""
+class PlanSearch(Enumeration):
+    """The ``top`` fastest shapes (predicted iteration time) for training ``model`` on ``cluster``.
 
-    sense = "min"
+    An enumeration: ``value`` records leaves, ``combine`` keeps the ``top`` best distinct shapes, and
+    ``children`` prunes what cannot enter this worker's list. :meth:`search` returns it as an
+    optimisation result (objective = the best time) and keeps the list in ``ranked``."""
+
     #: children of one (group, blocks) are also filtered by dominance of the combined state
     #: (sum, max, exposed); the exhaustive tree keeps only the path-independent option filter
     combined_pareto = True
+    #: children whose bound cannot enter the top list are not generated (the exhaustive tree: all are)
+    pruning = True
+    zero: tuple = ()
 
     def tp_fits(self, t: int) -> bool:
         """A tensor-parallel degree Megatron-LM can build: at most ``--max-tp``, and dividing the
@@ -129,9 +138,14 @@ class PlanSearch(Optimisation):
         return t <= self.train.max_tp and heads_not_divided(self.model, t) is None
 
     def __init__(
-        self, model: Model, cluster: Cluster, train: Training, memo: bool = True, rank: bool = True
+        self, model: Model, cluster: Cluster, train: Training, memo: bool = True, rank: bool = True,
+        top: int = 1,
     ) -> None:
         self.model, self.cluster, self.train = model, cluster, train
+        self.top = max(1, top)
+        self.found: dict = {}  # shape -> the best time this worker has seen
+        self.threshold = math.inf  # this worker's top-th best shape time (or the seed's)
+        self.ranked: list = []
         self.n = len(model.blocks)
         self.memo_on = memo
         self.memo: dict = {}
@@ -141,6 +155,7 @@ class PlanSearch(Optimisation):
         self._consts: dict = {}
         self._allowed_cache: dict = {}
         self._minmax_cache: dict = {}
+        self._jensen_cache: dict = {}
         self.shapes = self._shapes()
         if not rank:  # only for replaying known plans (sensitivity sweeps)
             return
@@ -156,6 +171,27 @@ class PlanSearch(Optimisation):
         ]
         self.form_lb = [min(self.root_lb[i] for ids in by_d.values() for i in ids) for _, by_d in self.forms]
         self.form_order = sorted(range(len(self.forms)), key=lambda f: (self.form_lb[f], f))
+        if self.pruning:
+            self.threshold = self._seed()
+
+    def _seed(self, tries: int = 8) -> float:
+        """An upper bound on the top-th best shape's time before the search: one greedy dive (first
+        child at each stage) into each of the ``tries * top`` shapes with the least root bounds; the
+        top-th best of the dives' leaves (every worker computes the same, so a thief prunes at once)."""
+        saved, self.memo_on = self.memo_on, False  # a dive must not fill the dominance memo
+        times = []
+        try:
+            order = sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i))
+            for sid in order[: tries * self.top]:
+                node: tuple | None = ("s", sid, 0, self._counts0(sid), *self._zero_state(sid), (), ())
+                while node is not None and sum(node[3]):
+                    node = next(iter(self._stage_children(node)), None)
+                if node is not None:
+                    times.append(self.objective(node))
+        finally:
+            self.memo_on = saved
+        times.sort()
+        return times[self.top - 1] if len(times) >= self.top else math.inf
 
     # -- shapes ----------------------------------------------------------------------------------
 
@@ -326,6 +362,61 @@ class PlanSearch(Optimisation):
         return ("root",)
 
     def children(self, node: tuple) -> Any:
+        if not self.pruning:
+            yield from self._children(node)
+            return
+        for child in self._children(node):
+            bound = self.bound(child)
+            limit = self.threshold
+            if child[0] == "s":
+                own = self.found.get(child[1], limit)
+                limit = own if own < limit else limit
+            if bound <= limit and bound != math.inf:  # bounds are shrunk: equal times stay
+                yield child
+
+    def value(self, node: tuple) -> tuple:
+        """A leaf's record ``((seconds, shape, stages, leaf),)``; other nodes record nothing."""
+        if node[0] != "s" or node[2] != self.n or sum(node[3]):
+            return ()
+        seconds = self.leaf_time(node)[0]
+        if seconds == math.inf:
+            return ()
+        sid = node[1]
+        if seconds < self.found.get(sid, math.inf):
+            self.found[sid] = seconds
+            if len(self.found) >= self.top:
+                kth = heapq.nsmallest(self.top, self.found.values())[-1]
+                self.threshold = min(self.threshold, kth)
+        return ((seconds, sid, node[8], node),)
+
+    def combine(self, a: tuple, b: tuple) -> tuple:
+        """The ``top`` best distinct shapes of both lists, each by its least (seconds, shape, order):
+        ``order`` is the leaf's place in depth-first order, so ties go to the first leaf."""
+        if not b:
+            return a
+        if not a:
+            return b
+        best: dict = {}
+        for rec in a + b:
+            old = best.get(rec[1])
+            if old is None or rec[:3] < old[:3]:
+                best[rec[1]] = rec
+        return tuple(sorted(best.values(), key=lambda r: r[:3])[: self.top])
+
+    def search(self, coordination: Any = "seq", **params: Any) -> Result:
+        """Run the search (``yewpy.search`` parameters); the result reads as an optimisation's:
+        ``objective`` the best time (inf if no plan fits), ``solution`` its leaf; ``self.ranked`` the
+        ``top`` best (seconds, leaf), one per shape."""
+        result = super().search(coordination, **params)
+        ranked = sorted(result.value or (), key=lambda r: r[:3])[: self.top]
+        self.ranked = [(r[0], r[3]) for r in ranked]
+        result.kind, result.value = "optimisation", None
+        result.status = "optimal" if result.status == "exhausted" else result.status
+        result.objective = ranked[0][0] if ranked else math.inf
+        result.solution = ranked[0][3] if ranked else None
+        return result
+
+    def _children(self, node: tuple) -> Any:
         tag = node[0]
         if tag == "root":
             for f in self.form_order:
@@ -336,7 +427,7 @@ class PlanSearch(Optimisation):
         elif tag == "dp":
             for sid in self.forms[node[1]][1][node[2]]:
                 zs = self._zero_state(sid)
-                yield ("s", sid, 0, self._counts0(sid), zs[0], zs[1], zs[2], ())
+                yield ("s", sid, 0, self._counts0(sid), zs[0], zs[1], zs[2], (), ())
         else:
             yield from self._stage_children(node)
 
@@ -352,7 +443,8 @@ class PlanSearch(Optimisation):
         return tuple((rc, z) for rc in rcs for z in zs)
 
     def _stage_children(self, node: tuple) -> Any:
-        _, sid, lo, counts, S, X, E, stages = node
+        _, sid, lo, counts, S, X, E, stages, order = node
+        rank = 0  # the child's place among its siblings before any pruning: its part of ``order``
         sh = self.shapes[sid]
         q = sum(counts)
         if q == 0:
@@ -392,7 +484,9 @@ class PlanSearch(Optimisation):
                     if combined and len(kids) > 1:
                         kids = _pareto_scalar(kids)
                     for a, x, c, rc, z in kids:
-                        child = ("s", sid, lo + k, newcounts, (S[0] + a,), (x,), c, stages + ((g, k, rc, z),))
+                        child = ("s", sid, lo + k, newcounts, (S[0] + a,), (x,), c, stages + ((g, k, rc, z),),
+                                 order + (rank,))
+                        rank += 1
                         if self.memo_on and self._dominated(child):
                             continue
                         yield child
@@ -410,7 +504,9 @@ class PlanSearch(Optimisation):
                     if combined and len(kids) > 1:
                         kids = _pareto_vector(kids)
                     for s2, x2, c, rc, z in kids:
-                        child = ("s", sid, lo + k, newcounts, s2, x2, c, stages + ((0, k, rc, z),))
+                        child = ("s", sid, lo + k, newcounts, s2, x2, c, stages + ((0, k, rc, z),),
+                                 order + (rank,))
+                        rank += 1
                         if self.memo_on and self._dominated(child):
                             continue
                         yield child
@@ -540,35 +636,39 @@ class PlanSearch(Optimisation):
 
     def _dominated(self, child: tuple) -> bool:
         """Per-worker memo: drop a state no better than one seen at equal (shape, blocks, stages left,
-        last group: the next stage's p2p link depends on it)."""
+        last group: the next stage's p2p link depends on it) that comes first in depth-first order.
+        Every completion of the kept state is then no slower and sorts first, so the plan does not
+        depend on which state a worker met first (a sequential search meets them in that order)."""
         key = (child[1], child[2], child[3], child[7][-1][0])
         if self.train.megatron_stages and len(child[7]) > 1:  # the middle stages' size binds the rest
             key += (child[7][1][1],)
         seen = self.memo.get(key)
+        order = child[8]
         if len(child[4]) == 1:  # pipe: (sum, max, exposed) scalars, compared without generators
             s, x, e = child[4][0], child[5][0], child[6]
             if seen is None:
-                self.memo[key] = [(s, x, e)]
+                self.memo[key] = [(s, x, e, order)]
                 return False
             for o in seen:
-                if o[0] <= s and o[1] <= x and o[2] <= e:
+                if o[0] <= s and o[1] <= x and o[2] <= e and o[3] < order:
                     return True
-            seen[:] = [o for o in seen if not (s <= o[0] and x <= o[1] and e <= o[2])]
-            seen.append((s, x, e))
+            seen[:] = [o for o in seen if not (s <= o[0] and x <= o[1] and e <= o[2] and order < o[3])]
+            seen.append((s, x, e, order))
             return False
         vec = child[4] + child[5] + (child[6],)
         if seen is None:
-            self.memo[key] = [vec]
+            self.memo[key] = [(vec, order)]
             return False
-        for old in seen:
-            if all(a <= b for a, b in zip(old, vec)):
+        for old, old_order in seen:
+            if old_order < order and all(a <= b for a, b in zip(old, vec)):
                 return True
-        seen[:] = [old for old in seen if not all(a <= b for a, b in zip(vec, old))]
-        seen.append(vec)
+        seen[:] = [(old, old_order) for old, old_order in seen
+                   if not (order < old_order and all(a <= b for a, b in zip(vec, old)))]
+        seen.append((vec, order))
         return False
 
     def _make(self, sid: int, node: tuple, g: int | None, t: int, k: int, rc: str, z: int) -> tuple | None:
-        _, _, lo, counts, S, X, E, stages = node
+        _, _, lo, counts, S, X, E, stages, order = node
         sh, tr = self.shapes[sid], self.train
         hi = lo + k
         j = len(stages)
@@ -617,13 +717,13 @@ class PlanSearch(Optimisation):
         if rest and self.n - hi < rest * sh.v:
             return None
         key = (g if sh.mode == "pipe" else 0, k, rc, z)
-        return ("s", sid, hi, tuple(newcounts), tuple(newS), tuple(newX), newE, stages + (key,))
+        return ("s", sid, hi, tuple(newcounts), tuple(newS), tuple(newX), newE, stages + (key,), order)
 
     def replay(self, leaf: tuple) -> float:
         """The time of a leaf's plan (found by another PlanSearch with the same shapes) on this cluster."""
-        _, sid, _, _, _, _, _, stages = leaf
+        sid, stages = leaf[1], leaf[7]
         sh = self.shapes[sid]
-        node = ("s", sid, 0, self._counts0(sid), *self._zero_state(sid), ())
+        node = ("s", sid, 0, self._counts0(sid), *self._zero_state(sid), (), ())
         tps = {g: t for g, _, t in sh.parts} if sh.mode == "pipe" else {}
         for g, k, rc, z in stages:
             nxt = self._make(sid, node, g, tps.get(g, sh.t), k, rc, z)
@@ -640,7 +740,7 @@ class PlanSearch(Optimisation):
         return self.leaf_time(node)[0]
 
     def leaf_time(self, node: tuple) -> tuple:
-        _, sid, _, _, S, X, E, _ = node
+        _, sid, _, _, S, X, E = node[:7]
         sh = self.shapes[sid]
         div = sh.v if sh.schedule == "interleaved" else 1
         if sh.mode == "pipe":
@@ -657,7 +757,7 @@ class PlanSearch(Optimisation):
             return self.form_lb[node[1]] * SAFETY
         if tag == "dp":
             return min(self.root_lb[i] for i in self.forms[node[1]][1][node[2]]) * SAFETY
-        _, sid, lo, counts, S, X, E, _ = node
+        _, sid, lo, counts, S, X, E = node[:7]
         return self._bound_state(sid, lo, counts, S, X, E) * SAFETY
 
     def _bound_state(self, sid: int, lo: int, counts: tuple, S: tuple, X: tuple, E: float) -> float:
@@ -685,14 +785,13 @@ class PlanSearch(Optimisation):
                     # the smaller slope of DP and c1 C3 in the parameters (no latency) and the larger of
                     # 2/3 and c1 o in tau (docs/dnn.md).
                     dense = (tab.dense[self.n] - tab.dense[lo]) / q / tab.t
-                    link = self._dp_link(sid, live[0][0], live[0][1])
+                    latency, per_byte, zero3 = self._jensen_terms(sid, live[0][0], live[0][1])
                     avg = total / q
-                    dp = hierarchical_allreduce(dense * tr.grad_bytes, *link)
-                    hide = 2 / 3
-                    if any(z == 3 for _, z in self._allowed(sid)):
-                        dp = min(dp - hierarchical_allreduce(0.0, *link),
-                                 c1 * zero3_collectives(dense, 0, sh.d, link, tr.weight_bytes))
-                        hide = max(hide, c1 * ZERO3_OVERLAP)
+                    if zero3 is None:
+                        dp, hide = latency + per_byte * dense * tr.grad_bytes, 2 / 3
+                    else:
+                        dp = min(per_byte * dense * tr.grad_bytes, c1 * zero3 * dense)
+                        hide = max(2 / 3, c1 * ZERO3_OVERLAP)
                     ev = c1 * avg + max(0.0, dp - avg * hide)
                     steady = c1 * max(X[0], x_lb) + E
                     return (S[0] + s_lb) / div + (ev if ev > steady else steady)
@@ -712,6 +811,20 @@ class PlanSearch(Optimisation):
             Xs.append(xc)
         return water_fill(A, Xs, [r for _, r in sh.parts], sh.m) + E
 
+
+    def _jensen_terms(self, sid: int, g: int, t: int) -> tuple:
+        """The data-parallel all-reduce of shape ``sid`` as latency + per-byte seconds, and ZeRO-3's
+        collectives per parameter (None where ZeRO-3 is not allowed), for the bound; cached."""
+        hit = self._jensen_cache.get(sid)
+        if hit is None:
+            link = self._dp_link(sid, g, t)
+            latency = hierarchical_allreduce(0.0, *link)
+            per_byte = hierarchical_allreduce(1.0, *link) - latency
+            zero3 = None
+            if any(z == 3 for _, z in self._allowed(sid)):
+                zero3 = zero3_collectives(1.0, 0, self.shapes[sid].d, link, self.train.weight_bytes)
+            hit = self._jensen_cache[sid] = (latency, per_byte, zero3)
+        return hit
 
     def _minmax(self, tab: StageTables, lo: int, q: int, start: float) -> float:
         """A lower bound on the largest of q contiguous stages over blocks [lo, n) (times without
@@ -746,12 +859,11 @@ class PlanSearch(Optimisation):
 class ExhaustivePlanSearch(PlanSearch):
     """The same tree with no bound and no dominance memo (for tests: the oracle BnB must equal)."""
 
-    def __init__(self, model: Model, cluster: Cluster, train: Training) -> None:
-        super().__init__(model, cluster, train, memo=False)
+    def __init__(self, model: Model, cluster: Cluster, train: Training, top: int = 1) -> None:
+        super().__init__(model, cluster, train, memo=False, top=top)
 
     combined_pareto = False
-
-    bound = Optimisation.bound
+    pruning = False
 
 
 def _product(lists: list) -> list:
@@ -807,56 +919,12 @@ def _pareto_vector(items: list) -> list:
     return kept
 
 
-def canonical(search: PlanSearch, target: float, top: int = 1) -> list[tuple[float, tuple]]:
-    """The deterministic tie-break: the ``top`` best distinct shapes, each by its first leaf in
-    depth-first order with the least time; the first entry is the first leaf with time <= ``target``.
-
-    Sequential and independent of how ``target`` was found, so every coordination agrees. The bound
-    prunes against the ``top``-th best shape found so far (and against ``target`` until then).
-    """
-    best: dict[int, tuple] = {}  # shape -> (time, order, leaf)
-    order = [0]
-    memo_saved, search.memo = search.memo, {}
-
-    def kth() -> float:
-        if len(best) < top:
-            return math.inf
-        return sorted(v[0] for v in best.values())[top - 1]
-
-    def visit(node: tuple) -> bool:
-        for child in search.children(node):
-            sid = child[1] if child[0] == "s" else None
-            limit = min(kth(), best[sid][0] if sid in best else math.inf)
-            if top == 1:
-                limit = min(limit, target / SAFETY)
-            if search.bound(child) > limit if top == 1 else search.bound(child) >= limit:
-                continue
-            if child[0] == "s" and child[2] == search.n and not sum(child[3]):
-                value = search.objective(child)
-                order[0] += 1
-                if value < (best[sid][0] if sid in best else math.inf):
-                    best[sid] = (value, order[0], child)
-                if top == 1 and value <= target:
-                    return True
-                continue
-            if visit(child):
-                return True
-        return False
-
-    try:
-        visit(search.root())
-    finally:
-        search.memo = memo_saved
-    ranked = sorted(best.values(), key=lambda v: (v[0], v[1]))[:top]
-    return [(v[0], v[2]) for v in ranked]
-
-
 def describe(search: PlanSearch, leaf: tuple) -> dict:
     """A leaf as the JSON plan: global choices, per-stage layout, time, memory and predicted TF/s."""
-    _, sid, _, _, _, _, _, stages = leaf
+    sid, stages = leaf[1], leaf[7]
     sh, tr, groups = search.shapes[sid], search.train, search.cluster.groups
     seconds, shares = search.leaf_time(leaf)
-    node = ("s", sid, 0, search._counts0(sid), *search._zero_state(sid), ())
+    node = ("s", sid, 0, search._counts0(sid), *search._zero_state(sid), (), ())
     out_stages, lo = [], 0
     for j, (g, k, rc, z) in enumerate(stages):
         node2 = search._make(
