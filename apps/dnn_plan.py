@@ -67,6 +67,7 @@ def plan(
                          "runs only searches with one incumbent: use seq, depthbounded, stacksteal or budget")
     cls = ExhaustivePlanSearch if exhaustive else PlanSearch
     search = cls(model, cluster, train, top=max(1, top))
+    refuse_at_root(search)
     result = search.search(**params)
     if not search.ranked:
         raise UsageError(
@@ -85,6 +86,29 @@ def plan(
     result.solution = best["plan"]
     result.extras = extras
     return result
+
+
+def refuse_at_root(search: PlanSearch) -> None:
+    """Refuse before searching, with the reason, an instance no shape can hold: no (tp, pp, dp,
+    micro-batch) divides what it must, or even the most sharded model state does not fit."""
+    model, cluster, train = search.model, search.cluster, search.train
+    if not search.shapes:
+        heads = (model.meta or {}).get("heads")
+        raise UsageError(
+            f"no plan fits: no tp x pp x dp layout of {cluster.describe()} takes the global batch "
+            f"{train.global_batch} in whole micro-batches of {', '.join(map(str, train.microbatches))} "
+            f"sequences per data-parallel rank with tp <= {train.max_tp} dividing the node"
+            + (f" and the {heads} attention heads" if heads else "")
+            + " (and the --fix and --launcher rules)")
+    floors = [search.memory_floor(sid) for sid in range(len(search.shapes))]
+    if all(need > usable for need, usable in floors):
+        need, usable = min(floors, key=lambda f: f[0] / f[1])
+        raise UsageError(
+            f"no plan fits: {model.name} ({model.params / 1e9:.1f}B parameters) needs at least "
+            f"{need / 2**30:.1f} GiB per GPU for its weights, gradients and optimizer state even split "
+            f"over {cluster.gpus} GPUs by tensor and pipeline parallelism and the allowed ZeRO stages; a GPU "
+            f"has {usable / 2**30:.1f} GiB usable (--memory-fraction {train.memory_fraction:g} of its "
+            f"memory less {train.memory_reserve / 2**30:g} GiB)")
 
 
 def sensitivity(model: Model, cluster: Cluster, train: Training, leaves: list) -> dict | None:
@@ -263,5 +287,5 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
         else:
             lines.append(f"{label} ({out['gpus']} GPUs): {json.dumps(out['config'], sort_keys=True)}")
     result.seconds = x["seconds"] = time.perf_counter() - start
-    result.timed = "planning: inputs, search, tie-break, sensitivity, launch arguments"
+    result.timed = "planning: inputs, search, sensitivity, launch arguments"
     return result, lines

@@ -406,6 +406,22 @@ def test_numeric_options_out_of_range_are_one_line_errors(flags, message):
     assert "Traceback" not in out.stderr and out.stderr.count("\n") == 1
 
 
+@pytest.mark.parametrize("fix, message", [
+    ("", "needs at least 91.5 GiB per GPU for its weights, gradients and optimizer state"),
+    ("dp=3", "no tp x pp x dp layout of dgx-a100-80g:4x8 takes the global batch 1536"),
+])
+def test_instances_no_shape_can_hold_are_refused_at_the_root(fix, message):
+    """175B on 32 A100s searched 700k nodes for 29 s before saying no plan fits; now the root check
+    says why before any search (its time is in docs/benchmarks.md). The floor is a lower bound:
+    the BnB = exhaustive tests run with it pruning shapes."""
+    args = ["--model", "gpt3-175b", "--cluster", "dgx-a100-80g:4x8", "--global-batch", "1536", "--fix", fix]
+    out = subprocess.run([*yewpy_cmd(), "dnn-plan", *args], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and message in out.stderr and out.stderr.count("\n") == 1, out.stderr
+    model, cluster = load_model("gpt3-175b"), load_cluster("dgx-a100-80g:4x8")
+    search = PlanSearch(model, cluster, Training(1536, 2048, fix=parse_fix(fix)))
+    assert all(math.isinf(lb) for lb in search.root_lb)
+
+
 def test_model_files_that_are_not_utf8_or_plan_nothing_are_refused(tmp_path):
     binary = tmp_path / "m.json"
     binary.write_bytes(b"\xff\xfe{}")

@@ -160,7 +160,9 @@ class PlanSearch(Enumeration):
         if not rank:  # only for replaying known plans (sensitivity sweeps)
             return
         self.root_lb = [
-            self._bound_state(i, 0, self._counts0(i), *self._zero_state(i)) for i in range(len(self.shapes))
+            self._bound_state(i, 0, self._counts0(i), *self._zero_state(i))
+            if self.memory_floor(i)[0] <= self.memory_floor(i)[1] else math.inf
+            for i in range(len(self.shapes))
         ]
         forms: dict = {}
         for i, sh in enumerate(self.shapes):
@@ -192,6 +194,24 @@ class PlanSearch(Enumeration):
             self.memo_on = saved
         times.sort()
         return times[self.top - 1] if len(times) >= self.top else math.inf
+
+    def memory_floor(self, sid: int) -> tuple[float, float]:
+        """A lower bound on the model-state bytes (weights, gradients, optimizer state) on the fullest
+        GPU of any plan of shape ``sid`` at its most sharded ZeRO stage, and the most usable memory
+        its GPUs have: the shape is infeasible when the first is larger. Some stage j holds at least
+        the parameters x t_j / sum(t) (the average), so a GPU holds parameters / sum(t)."""
+        sh, tr = self.shapes[sid], self.train
+        zeros = [z for _, z in self._allowed(sid)] or [0]
+        state = min(state_bytes_per_param(z, sh.d, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
+                    for z in zeros)
+        if sh.mode == "pipe":
+            width = sum(stages * t for _, stages, t in sh.parts)
+            groups = [g for g, _, _ in sh.parts]
+        else:
+            width = sh.p * sh.t
+            groups = [g for g, _ in sh.parts]
+        usable = max(tr.usable(self.cluster.groups[g]) for g in groups)
+        return self.model.params * state / width, usable
 
     # -- shapes ----------------------------------------------------------------------------------
 
