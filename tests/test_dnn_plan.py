@@ -448,3 +448,51 @@ def test_tensor_parallelism_divides_the_attention_heads(tmp_path):
     refused = subprocess.run([*base, "--fix", "tp=8"], capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "must divide the model's 25 attention heads" in refused.stderr
 
+
+
+# The brief's T6: the DeepSpeed autotuner's largest micro-batch under ZeRO-1 on 16 V100-32GB ranks,
+# s = 1024, fp16 (name, layers, hidden, heads, autotuner's micro-batch)
+GPT2_AUTOTUNER = [("gpt2", 12, 768, 12, 14), ("gpt2-medium", 24, 1024, 16, 6),
+                  ("gpt2-large", 36, 1280, 20, 3), ("gpt2-xl", 48, 1600, 25, 1)]
+
+
+@pytest.mark.parametrize("row", GPT2_AUTOTUNER, ids=[r[0] for r in GPT2_AUTOTUNER])
+def test_largest_micro_batch_against_the_deepspeed_autotuner(row):
+    """T6 (soft): the memory model's largest micro-batch is within [0.5x, 2x] of the autotuner's."""
+    name, layers, hidden, heads, autotuner = row
+    model = transformer(name, layers=layers, hidden=hidden, heads=heads, vocab=50257, seq=1024)
+    cluster = load_cluster("dgx-v100-32g:2x8")
+
+    def fits(b: int) -> bool:
+        train = Training(16 * b, 1024, grad_bytes=2.0, microbatches=(b,), precision="fp16",
+                         recompute=("none",), zero=(1,), fix={"tp": 1, "pp": 1, "dp": 16})
+        search = PlanSearch(model, cluster, train)
+        search.search()
+        return bool(search.ranked)
+
+    largest = max(b for b in range(1, 4 * autotuner + 1) if fits(b))
+    assert fits(largest) and not fits(largest + 1)
+    assert 0.5 <= largest / autotuner <= 2, largest
+
+
+@pytest.mark.parametrize("rho", [1.5, 2.0, 3.0])
+def test_two_device_speeds_split_the_layers_by_speed(rho, tmp_path):
+    """T9: two groups whose speeds differ by rho, ample memory: the fast stage holds rho / (1 + rho) of
+    the 24 layers within one; with the fast GPUs short of memory, more layers go to the slow ones."""
+    model = transformer("t9", layers=24, hidden=4096, heads=32, vocab=32000, seq=2048)
+
+    def fast_layers(fast_memory_gib: float) -> int:
+        doc = {"groups": [{"preset": "dgx-a100-80g", "name": "fast", "peak_tflops": 100 * rho,
+                           "memory_gib": fast_memory_gib},
+                          {"preset": "dgx-a100-80g", "name": "slow", "peak_tflops": 100, "memory_gib": 640}]}
+        path = tmp_path / "cluster.json"
+        path.write_text(json.dumps(doc))
+        train = Training(64, 2048, fix={"pp": 2, "tp": 8}, schedules=("1f1b",))
+        best = plan(model, load_cluster(str(path)), train, top=1).extras["plan"]
+        stage = next(s for s in best["stages"] if s["group"] == "fast")
+        lo, hi = stage["blocks"]
+        return hi - lo - (lo == 0) - (hi == 26)             # less the embedding and head blocks
+
+    assert abs(fast_layers(640) - 24 * rho / (1 + rho)) <= 1
+    if rho == 2.0:
+        assert fast_layers(8) < 24 * rho / (1 + rho) - 1
