@@ -9,6 +9,7 @@ together: their slowdown is what two busy processes cost each other on this mach
     python benchmarks/bench_mpi_speedup.py --cases nqueens14 --skeleton stacksteal --chunked
     python benchmarks/bench_mpi_speedup.py --cases uts-T3L uts-T1L --skeleton stacksteal --steal one
     python benchmarks/bench_mpi_speedup.py --cases p_hat300-3 --skeleton ordered --extra "-d 1 --window 1"
+    python benchmarks/bench_mpi_speedup.py --cases dnn-mixed-18.4b --skeleton stacksteal --repeat 5
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ def cases(shared: Path) -> dict[str, list[str]]:
                               "--time-limit", "20"],
         "knapsackTest1-python": ["knapsack", str(knap / "yewpar_kp" / "knapsackTest1.kp"), "--python"],
         "f8-python": ["knapsack", str(knap / "low-dimensional" / "f8_l-d_kp_23_10000"), "--python"],
+        "dnn-mixed-18.4b": ["dnn-plan", "--model", "megatron-18.4b", "--cluster",
+                            "dgx-a100-80g:4x8+dgx-v100-32g:4x8", "--global-batch", "512"],
     }
 
 
