@@ -43,9 +43,10 @@ class BuildPyWithPxd(build_py):
 
 setup(
     packages=["yewpy", "yewpy.runtime", "yewpy.operations", "yewpy.tools", "yewpy.skeletons", "yewpy.apps",
-              "yewpy.apps.dnn"],
+              "yewpy.apps.dnn", "yewpy.apps.dnn.planner", "yewpy.apps.dnn.fusion"],
     package_dir={"yewpy": "yewpy", "yewpy.skeletons": "skeletons", "yewpy.apps": "apps"},
-    package_data={"yewpy": ["py.typed", "*.pyi"], "yewpy.apps": ["*.pyi"], "yewpy.apps.dnn": ["*.pyi"]},
+    package_data={"yewpy": ["py.typed", "*.pyi"], "yewpy.apps": ["*.pyi"],
+                  "yewpy.apps.dnn.fusion": ["*.pyi"]},
     ext_modules=extensions(),
     cmdclass={"build_py": BuildPyWithPxd},
 )

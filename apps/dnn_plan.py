@@ -15,9 +15,9 @@ from typing import Any
 
 from yewpy.apps.dnn.cluster import Cluster, load_cluster
 from yewpy.apps.dnn.cost import DEFAULT_ETA, DEFAULT_ETA_H0, RECOMPUTE, SCHEDULES, Training
-from yewpy.apps.dnn.launch import LAUNCHERS, launch_lines, restrict
 from yewpy.apps.dnn.models import Model, load_model
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, describe, heads_not_divided
+from yewpy.apps.dnn.planner.launch import LAUNCHERS, launch_lines, restrict
 from yewpy.errors import UsageError
 from yewpy.numbers import ascii_digits
 from yewpy.result import Result

@@ -11,8 +11,8 @@ import argparse
 import time
 from typing import Any
 
-from yewpy.apps.dnn.fusion import MIB, Fusion, Plan
-from yewpy.apps.dnn.fusion_profile import Profile, bert_large, gpt3, read_profile, resnet50
+from yewpy.apps.dnn.fusion.profile import Profile, bert_large, gpt3, read_profile, resnet50
+from yewpy.apps.dnn.fusion.search import MIB, Fusion, Plan
 from yewpy.errors import UsageError
 from yewpy.result import Result
 
@@ -52,7 +52,7 @@ def load(args: argparse.Namespace) -> Profile:
             batch["seq"] = args.seq
         return SYNTHETIC[args.synthetic](**batch)
     from yewpy.apps.dnn.cluster import load_cluster
-    from yewpy.apps.dnn.fusion_model import profile_from_model
+    from yewpy.apps.dnn.fusion.model import profile_from_model
     from yewpy.apps.dnn.models import load_model
 
     return profile_from_model(load_model(args.model), load_cluster(args.cluster), seq=args.seq,

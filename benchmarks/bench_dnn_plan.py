@@ -89,7 +89,7 @@ def main() -> None:
         run("gpt3-175b", "dgx-a100-80g:128x8", 1536)
     elif what == "gpt3-count":
         from yewpy.apps.dnn.planner import PlanSearch
-        from yewpy.apps.dnn.treecount import exhaustive_nodes
+        from yewpy.apps.dnn.planner.treecount import exhaustive_nodes
 
         bnb = plan(load_model("gpt3-175b"), load_cluster("dgx-a100-80g:128x8"), Training(1536, 2048), top=1)
         search = PlanSearch(load_model("gpt3-175b"), load_cluster("dgx-a100-80g:128x8"), Training(1536, 2048))

@@ -11,8 +11,8 @@ import argparse
 import statistics
 import time
 
-from yewpy.apps.dnn.fusion import MIB, Fusion
-from yewpy.apps.dnn.fusion_profile import bert_large, gpt3, resnet50
+from yewpy.apps.dnn.fusion.profile import bert_large, gpt3, resnet50
+from yewpy.apps.dnn.fusion.search import MIB, Fusion
 
 
 def timed(fn, **kwargs):

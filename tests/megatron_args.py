@@ -1,5 +1,5 @@
 """Megatron-LM's and DeepSpeed's own reading of launch arguments, re-written from their rules as the
-test oracle for apps/dnn/launch.py (docs/dnn.md cites each rule's source). A rule the launcher would
+test oracle for apps/dnn/planner/launch.py (docs/dnn.md cites each rule's source). A rule the launcher would
 refuse raises ``Refused`` with the launcher's reason; the result is the plan the launcher would build."""
 
 from __future__ import annotations

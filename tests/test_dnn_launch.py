@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from support import yewpy_cmd
 from yewpy.apps.dnn.cluster import load_cluster
 from yewpy.apps.dnn.cost import Training
-from yewpy.apps.dnn.launch import CannotExpress, deepspeed_config, megatron_arguments, restrict
 from yewpy.apps.dnn.models import load_model, transformer
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch
+from yewpy.apps.dnn.planner.launch import CannotExpress, deepspeed_config, megatron_arguments, restrict
 from yewpy.apps.dnn_plan import plan
 
 # model, cluster, global batch, fix: plans with interleaving, uneven stages, GQA, MoE, fp16 and recompute

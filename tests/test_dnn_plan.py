@@ -16,7 +16,7 @@ from yewpy.apps.dnn.cluster import load_cluster
 from yewpy.apps.dnn.cost import RECOMPUTE, Training, megatron_flops, megatron_params, state_bytes_per_param
 from yewpy.apps.dnn.models import load_model, read_model, transformer
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, integer_shares, water_fill
-from yewpy.apps.dnn.treecount import exhaustive_nodes
+from yewpy.apps.dnn.planner.treecount import exhaustive_nodes
 from yewpy.apps.dnn_plan import parse_fix, plan
 from yewpy.errors import InputError, UsageError
 
@@ -252,19 +252,19 @@ def test_exhaustive_node_count_is_exact(layers, cluster, batch, mem):
 
 
 def test_stage_options_match_stage_cost():
-    """The batched stage arithmetic of the search equals stage_cost (through _make) for every option."""
+    """The batched stage arithmetic of the search equals stage_cost (through make) for every option."""
     model = small_model(5, 4096)
     cluster = load_cluster("dgx-a100-80g:1x4+dgx-v100-16g:1x4")
     search = PlanSearch(model, cluster, Training(32, 1024, memory_fraction=0.5, microbatches=(1, 2)))
     checked = 0
     for sid, sh in enumerate(search.shapes):
-        node = ("s", sid, 0, search._counts0(sid), *search._zero_state(sid), (), ())
+        node = ("s", sid, 0, search.start_counts(sid), *search.zero_state(sid), (), ())
         groups = [g for g, s, _ in sh.parts for _ in range(s)] if sh.mode == "pipe" else [None] * sh.p
         for j, g in enumerate(groups[:-1]):
             lo, prev = node[2], node[7][-1][0] if node[7] else None
-            terms = {(rc, z): rest for *rest, rc, z in search._stage_terms(sid, g, lo, lo + 1, j, prev)}
+            terms = {(rc, z): rest for *rest, rc, z in search.stage_terms(sid, g, lo, lo + 1, j, prev)}
             for rc, z in search._allowed(sid):
-                child = search._make(sid, node, g, search._tp(sid, g) if g is not None else sh.t, 1, rc, z)
+                child = search.make(sid, node, g, search._tp(sid, g) if g is not None else sh.t, 1, rc, z)
                 if child is None:
                     assert (rc, z) not in terms
                     continue
@@ -277,7 +277,7 @@ def test_stage_options_match_stage_cost():
                     assert child[5] == pytest.approx(tuple(max(x, y) for x, y in zip(node[5], b)), rel=1e-12)
                 assert child[6] == pytest.approx(max(node[6], c), rel=1e-12)
                 checked += 1
-            nxt = [search._make(sid, node, g, search._tp(sid, g) if g is not None else sh.t, 1, rc, z)
+            nxt = [search.make(sid, node, g, search._tp(sid, g) if g is not None else sh.t, 1, rc, z)
                    for rc, z in search._allowed(sid)]
             nxt = [x for x in nxt if x is not None]
             if not nxt:

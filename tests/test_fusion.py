@@ -12,13 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import yewpy.apps.dnn.fusion
+import yewpy.apps.dnn.fusion.search
 from support import assert_names_line, run_ranks, yewpy_cmd
 from yewpy.apps.dnn.cluster import load_cluster
-from yewpy.apps.dnn.fusion import MIB, Fusion
-from yewpy.apps.dnn.fusion_balance import split_counts
-from yewpy.apps.dnn.fusion_model import profile_from_model
-from yewpy.apps.dnn.fusion_profile import Profile, bert_large, read_profile, resnet50, write_profile
+from yewpy.apps.dnn.fusion.balance import split_counts
+from yewpy.apps.dnn.fusion.model import profile_from_model
+from yewpy.apps.dnn.fusion.profile import Profile, bert_large, read_profile, resnet50, write_profile
+from yewpy.apps.dnn.fusion.search import MIB, Fusion
 from yewpy.apps.dnn.models import load_model
 from yewpy.errors import UsageError
 
@@ -164,7 +164,7 @@ def test_balanced_seed_is_a_valid_plan(p):
 
 
 def test_doctest():
-    assert doctest.testmod(yewpy.apps.dnn.fusion).failed == 0
+    assert doctest.testmod(yewpy.apps.dnn.fusion.search).failed == 0
 
 
 # -- the synthetic profiles and the baselines -------------------------------------------------------

@@ -12,7 +12,7 @@ state per parameter at the slowest HBM bandwidth.
 from __future__ import annotations
 
 from yewpy.apps.dnn.cluster import Cluster
-from yewpy.apps.dnn.fusion_profile import Profile, allreduce_coefficients
+from yewpy.apps.dnn.fusion.profile import Profile, allreduce_coefficients
 from yewpy.apps.dnn.models import Model
 from yewpy.errors import UsageError
 

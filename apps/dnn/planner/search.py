@@ -10,7 +10,8 @@ Tree (docs/dnn.md has the details and the bound's proof):
 4. stage by stage: the device group (pipe mode), the number of blocks, recomputation and ZeRO stage.
 
 Nodes are tuples (picklable, small). The search is an enumeration whose value is the ``top`` best
-distinct shapes, each by its best leaf under the total order (iteration seconds, shape, stages): the
+distinct shapes, each by its best leaf under the total order (iteration seconds, shape, depth-first
+order): the
 search prunes against this worker's own top-th best shape and the shape's own best, and the workers'
 lists merge (``combine``) into the global one. The order has no ties, so every coordination and rank
 count reports the identical plans without a second pass.
@@ -37,6 +38,8 @@ from yewpy.apps.dnn.cost import (
     zero3_collectives,
 )
 from yewpy.apps.dnn.models import Model
+from yewpy.apps.dnn.planner.pareto import pareto_options, pareto_scalar, pareto_vector
+from yewpy.apps.dnn.planner.shares import integer_shares, water_fill
 from yewpy.kinds import Enumeration
 from yewpy.result import Result
 
@@ -85,39 +88,6 @@ def aligned(width: int, g: int) -> bool:
     return width % g == 0 or g % width == 0
 
 
-def water_fill(A: list, X: list, d: list, M: float) -> float:
-    """min lambda s.t. A_c + m_c X_c <= lambda, sum d_c m_c = M, m_c >= 1 (continuous; the closed form
-    of the sharding-ratio LP: shares proportional to speed until a replica is at its floor)."""
-    fixed = [False] * len(A)
-    while True:
-        den = sum(dc / x for dc, x, f in zip(d, X, fixed) if not f)
-        num = (
-            M
-            - sum(dc for dc, f in zip(d, fixed) if f)
-            + sum(dc * a / x for a, x, dc, f in zip(A, X, d, fixed) if not f)
-        )
-        lam = num / den if den > 0 else math.inf
-        low = [c for c in range(len(A)) if not fixed[c] and (lam - A[c]) / X[c] < 1]
-        if not low:
-            floor = max((A[c] + X[c] for c in range(len(A)) if fixed[c]), default=-math.inf)
-            return max(lam, floor)
-        for c in low:
-            fixed[c] = True
-
-
-def integer_shares(A: list, X: list, d: list, M: int) -> tuple[float, list]:
-    """The exact integer version: every replica gets >= 1 micro-batch; greedy by the next finish time."""
-    counts = [[1] * dc for dc in d]
-    heap = [(A[c] + 2 * X[c], c, r) for c in range(len(A)) for r in range(d[c])]
-    heapq.heapify(heap)
-    for _ in range(M - sum(d)):
-        _, c, r = heapq.heappop(heap)
-        counts[c][r] += 1
-        heapq.heappush(heap, (A[c] + (counts[c][r] + 1) * X[c], c, r))
-    worst = max(A[c] + max(counts[c]) * X[c] for c in range(len(A)))
-    return worst, counts
-
-
 class PlanSearch(Enumeration):
     """The ``top`` fastest shapes (predicted iteration time) for training ``model`` on ``cluster``.
 
@@ -160,7 +130,7 @@ class PlanSearch(Enumeration):
         if not rank:  # only for replaying known plans (sensitivity sweeps)
             return
         self.root_lb = [
-            self._bound_state(i, 0, self._counts0(i), *self._zero_state(i))
+            self._bound_state(i, 0, self.start_counts(i), *self.zero_state(i))
             if self.memory_floor(i)[0] <= self.memory_floor(i)[1] else math.inf
             for i in range(len(self.shapes))
         ]
@@ -185,7 +155,7 @@ class PlanSearch(Enumeration):
         try:
             order = sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i))
             for sid in order[: tries * self.top]:
-                node: tuple | None = ("s", sid, 0, self._counts0(sid), *self._zero_state(sid), (), ())
+                node: tuple | None = ("s", sid, 0, self.start_counts(sid), *self.zero_state(sid), (), ())
                 while node is not None and sum(node[3]):
                     node = next(iter(self._stage_children(node)), None)
                 if node is not None:
@@ -325,15 +295,15 @@ class PlanSearch(Enumeration):
             return [(None, sh.d)]
         return list(sh.parts)
 
-    def _counts0(self, sid: int) -> tuple:
+    def start_counts(self, sid: int) -> tuple:
         sh = self.shapes[sid]
         return tuple(s for _, s, _ in sh.parts) if sh.mode == "pipe" else (sh.p,)
 
-    def _zero_state(self, sid: int) -> tuple:
+    def zero_state(self, sid: int) -> tuple:
         c = len(self._classes(sid))
         return (0.0,) * c, (0.0,) * c, 0.0
 
-    def _dp_link(self, sid: int, g: int, t: int) -> tuple:
+    def dp_link(self, sid: int, g: int, t: int) -> tuple:
         sh, eff = self.shapes[sid], self.train.link_efficiency
         gr = self.cluster.groups[g]
         if sh.mode == "pipe":
@@ -446,8 +416,8 @@ class PlanSearch(Enumeration):
                 yield ("dp", node[1], d)
         elif tag == "dp":
             for sid in self.forms[node[1]][1][node[2]]:
-                zs = self._zero_state(sid)
-                yield ("s", sid, 0, self._counts0(sid), zs[0], zs[1], zs[2], (), ())
+                zs = self.zero_state(sid)
+                yield ("s", sid, 0, self.start_counts(sid), zs[0], zs[1], zs[2], (), ())
         else:
             yield from self._stage_children(node)
 
@@ -502,7 +472,7 @@ class PlanSearch(Enumeration):
                         (a, x if x > X[0] else X[0], c if c > E else E, rc, z) for a, x, c, rc, z in opts
                     ]
                     if combined and len(kids) > 1:
-                        kids = _pareto_scalar(kids)
+                        kids = pareto_scalar(kids)
                     for a, x, c, rc, z in kids:
                         child = ("s", sid, lo + k, newcounts, (S[0] + a,), (x,), c, stages + ((g, k, rc, z),),
                                  order + (rank,))
@@ -522,7 +492,7 @@ class PlanSearch(Enumeration):
                         for av, bv, c, rc, z in opts
                     ]
                     if combined and len(kids) > 1:
-                        kids = _pareto_vector(kids)
+                        kids = pareto_vector(kids)
                     for s2, x2, c, rc, z in kids:
                         child = ("s", sid, lo + k, newcounts, s2, x2, c, stages + ((0, k, rc, z),),
                                  order + (rank,))
@@ -549,11 +519,11 @@ class PlanSearch(Enumeration):
         hit = self.opts.get(key)
         if hit is not None:
             return hit
-        out = _pareto_raw(self._stage_terms(sid, g, lo, hi, j, prev), self.shapes[sid].mode == "pipe")
+        out = pareto_options(self.stage_terms(sid, g, lo, hi, j, prev), self.shapes[sid].mode == "pipe")
         self.opts[key] = out
         return out
 
-    def _stage_terms(self, sid: int, g: int | None, lo: int, hi: int, j: int, prev: int | None) -> list:
+    def stage_terms(self, sid: int, g: int | None, lo: int, hi: int, j: int, prev: int | None) -> list:
         """Every memory-feasible option of blocks [lo, hi) as stage ``j`` (see ``_stage_options``).
 
         The arithmetic of :func:`stage_cost` for all (recompute, ZeRO) pairs at once, with the
@@ -630,7 +600,7 @@ class PlanSearch(Enumeration):
         e = {"1f1b": 2.0, "interleaved": 2.0 * sh.v, "kfkb": 2.0 / sh.k, "gpipe": 0.0}[sh.schedule]
         dp_one = zero3 = None
         if sh.d > 1:
-            link = self._dp_link(sid, gg, t)
+            link = self.dp_link(sid, gg, t)
 
             def dp_one(grad: float, link: tuple = link) -> float:
                 return hierarchical_allreduce(grad, *link)
@@ -687,7 +657,7 @@ class PlanSearch(Enumeration):
         seen.append((vec, order))
         return False
 
-    def _make(self, sid: int, node: tuple, g: int | None, t: int, k: int, rc: str, z: int) -> tuple | None:
+    def make(self, sid: int, node: tuple, g: int | None, t: int, k: int, rc: str, z: int) -> tuple | None:
         _, _, lo, counts, S, X, E, stages, order = node
         sh, tr = self.shapes[sid], self.train
         hi = lo + k
@@ -717,7 +687,7 @@ class PlanSearch(Enumeration):
                     sh.v,
                     sh.k,
                     tr,
-                    self._dp_link(sid, gg, t),
+                    self.dp_link(sid, gg, t),
                     self._p2p_link(sid, before, gg, t),
                     self.n - 1,
                 )
@@ -743,10 +713,10 @@ class PlanSearch(Enumeration):
         """The time of a leaf's plan (found by another PlanSearch with the same shapes) on this cluster."""
         sid, stages = leaf[1], leaf[7]
         sh = self.shapes[sid]
-        node = ("s", sid, 0, self._counts0(sid), *self._zero_state(sid), (), ())
+        node = ("s", sid, 0, self.start_counts(sid), *self.zero_state(sid), (), ())
         tps = {g: t for g, _, t in sh.parts} if sh.mode == "pipe" else {}
         for g, k, rc, z in stages:
-            nxt = self._make(sid, node, g, tps.get(g, sh.t), k, rc, z)
+            nxt = self.make(sid, node, g, tps.get(g, sh.t), k, rc, z)
             if nxt is None:
                 return math.inf
             node = nxt
@@ -837,7 +807,7 @@ class PlanSearch(Enumeration):
         collectives per parameter (None where ZeRO-3 is not allowed), for the bound; cached."""
         hit = self._jensen_cache.get(sid)
         if hit is None:
-            link = self._dp_link(sid, g, t)
+            link = self.dp_link(sid, g, t)
             latency = hierarchical_allreduce(0.0, *link)
             per_byte = hierarchical_allreduce(1.0, *link) - latency
             zero3 = None
@@ -904,145 +874,3 @@ def _discrepancy(share: int, low: int, high: int) -> list[int]:
     return out
 
 
-def _pareto_raw(options: list, scalar: bool) -> tuple:
-    """Drop options no better in any stage term (a, b, c) than another of the same stage: whatever the
-    path, the dropped one's state would be dominated (sums add a, maxima take b and c)."""
-    if len(options) < 2:
-        return tuple(options)
-    if scalar:
-        return tuple(_pareto_scalar(options))
-    return tuple(_pareto_vector(options))
-
-
-def _pareto_scalar(items: list) -> list:
-    """Pareto filter of (a, b, c, ...) rows on their first three numbers."""
-    items.sort(key=lambda o: (o[0], o[1], o[2]))
-    kept: list = []
-    for o in items:
-        b, c = o[1], o[2]
-        for k in kept:  # sorted: every kept row has a <= o's
-            if k[1] <= b and k[2] <= c:
-                break
-        else:
-            kept.append(o)
-    return kept
-
-
-def _pareto_vector(items: list) -> list:
-    """Pareto filter of (avec, bvec, c, ...) rows."""
-    items.sort(key=lambda o: (o[0], o[1], o[2]))
-    kept: list = []
-    for o in items:
-        vec = o[0] + o[1] + (o[2],)
-        if not any(all(x <= y for x, y in zip(k[0] + k[1] + (k[2],), vec)) for k in kept):
-            kept.append(o)
-    return kept
-
-
-def describe(search: PlanSearch, leaf: tuple) -> dict:
-    """A leaf as the JSON plan: global choices, per-stage layout, time, memory and predicted TF/s."""
-    sid, stages = leaf[1], leaf[7]
-    sh, tr, groups = search.shapes[sid], search.train, search.cluster.groups
-    seconds, shares = search.leaf_time(leaf)
-    node = ("s", sid, 0, search._counts0(sid), *search._zero_state(sid), (), ())
-    out_stages, lo = [], 0
-    for j, (g, k, rc, z) in enumerate(stages):
-        node2 = search._make(
-            sid, node, g, sh.t if sh.mode == "hap" else dict((pg, pt) for pg, _, pt in sh.parts)[g], k, rc, z
-        )
-        assert node2 is not None
-        node = node2
-        entries = []
-        for gg, reps in [(g, sh.d)] if sh.mode == "pipe" else sh.parts:
-            t = sh.t if sh.mode == "hap" else dict((pg, pt) for pg, _, pt in sh.parts)[gg]
-            tab = search.table(gg, t, sh.d, sh.b)
-            cost = stage_cost(
-                tab,
-                lo,
-                lo + k,
-                rc,
-                z,
-                j,
-                sh.p,
-                sh.m if sh.mode == "pipe" else sh.p,
-                sh.schedule,
-                sh.v,
-                sh.k,
-                tr,
-                search._dp_link(sid, gg, t),
-                None,
-                search.n - 1,
-            )
-            entries.append((groups[gg].name, t, reps, cost))
-        out_stages.append(
-            {
-                "blocks": [lo, lo + k],
-                "group": entries[0][0] if sh.mode == "pipe" else [e[0] for e in entries],
-                "tp": entries[0][1],
-                "dp": sh.d,
-                "recompute": rc,
-                "zero": z,
-                "ms_per_microbatch": [round(e[3].tau * 1e3, 4) for e in entries],
-                "memory_gb": round(max(e[3].memory for e in entries) / 2**30, 3),
-                "capacity_gb": round(
-                    min(
-                        tr.usable(groups[x])
-                        for x in ([g] if sh.mode == "pipe" else [gg for gg, _ in sh.parts])
-                    )
-                    / 2**30,
-                    3,
-                ),
-            }
-        )
-        lo += k
-    if sh.mode == "pipe":
-        gpus = sh.d * sum(s * t for _, s, t in sh.parts)
-        executed = sum(_stage_flops(search, sh, stages)) * sh.d * sh.m
-    else:
-        gpus = sh.p * sh.t * sh.d
-        executed = sum(_stage_flops(search, sh, stages)) * tr.global_batch / sh.b
-    model_flops = 3 * search.model.forward_flops(tr.global_batch, tr.seq)
-    tps = sorted({s["tp"] for s in out_stages})
-    plan = {
-        "mode": sh.mode,
-        "tp": tps[0] if len(tps) == 1 else tps,
-        "pp": sh.p,
-        "dp": sh.d,
-        "microbatch": sh.b,
-        "microbatches": sh.m if sh.mode == "pipe" else shares,
-        "schedule": sh.schedule,
-        "interleave": sh.v,
-        "group_size": sh.k,
-        "stages": out_stages,
-    }
-    if sh.mode == "hap":
-        plan["replicas"] = [{"group": groups[gg].name, "count": reps} for gg, reps in sh.parts]
-    return {
-        "plan": plan,
-        "predicted": {
-            "iteration_seconds": seconds,
-            "gpus": gpus,
-            "tflops_per_gpu": executed / gpus / seconds / 1e12,
-            "model_tflops_per_gpu": model_flops / gpus / seconds / 1e12,
-            "memory_gb_per_gpu": max(s["memory_gb"] for s in out_stages),
-        },
-    }
-
-
-def _starts(stages: tuple) -> list[int]:
-    out, lo = [], 0
-    for _, k, _, _ in stages:
-        out.append(lo)
-        lo += k
-    return out
-
-
-def _stage_flops(search: PlanSearch, sh: Shape, stages: tuple) -> list[float]:
-    """Executed FLOPs per micro-batch of each stage (any table gives the same FLOPs for given b)."""
-    out = []
-    g0 = sh.parts[0][0]
-    t0 = sh.t if sh.mode == "hap" else sh.parts[0][2]
-    tab = search.table(g0, t0, sh.d, sh.b)
-    for lo, (_, k, rc, _) in zip(_starts(stages), stages):
-        out.append(tab.flops[rc][lo + k] - tab.flops[rc][lo])
-    return out

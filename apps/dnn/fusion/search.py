@@ -8,7 +8,7 @@ count cap and a bytes cap per bucket); ``Fusion.search()`` is a branch and bound
 minimising core) that also handles several streams and equals the DP where both apply.
 ``no_fusion``, ``single_bucket`` and ``fixed`` (PyTorch DDP's size-capped buckets) are the baselines.
 
->>> from yewpy.apps.dnn.fusion_profile import Profile
+>>> from yewpy.apps.dnn.fusion.profile import Profile
 >>> p = Profile("toy", ("a", "b", "c"), (1000, 100, 100), (10, 300, 10), alpha_ns=50, beta_fs=100_000)
 >>> f = Fusion(p)                # the big first gradient goes alone, the two late ones together
 >>> f.dp().ends, f.dp().comm_ns, f.no_fusion().comm_ns, f.single_bucket().comm_ns
@@ -22,9 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from yewpy.apps.dnn._fusion import MAX_STREAMS, FusionCore, dp, replay
-from yewpy.apps.dnn.fusion_balance import SUMS, balance_tail
-from yewpy.apps.dnn.fusion_profile import NS, Profile
+from yewpy.apps.dnn.fusion._fusion import MAX_STREAMS, FusionCore, dp, replay
+from yewpy.apps.dnn.fusion.balance import SUMS, balance_tail
+from yewpy.apps.dnn.fusion.profile import NS, Profile
 from yewpy.errors import UsageError
 from yewpy.result import Result
 
@@ -135,7 +135,7 @@ class Fusion:
     def balanced(self, combos: int = SUMS) -> Plan:
         """A multi-stream heuristic: the bucketing that is optimal for one stream S times as fast
         (the bound's relaxation, docs/fusion.md), list-scheduled; on two streams the buckets that
-        start after the ramp-up are split to balance the streams' ends (``fusion_balance``, with
+        start after the ramp-up are split to balance the streams' ends (``fusion.balance``, with
         at most ``combos`` count combinations per half of its meet in the middle)."""
         scaled = [self.streams * r for r in self.ready]
         _, ends = dp(self.profile.nbytes, scaled, *self._costs, self.max_buckets, self.cap_bytes)

@@ -10,7 +10,8 @@ over those keys counts the tree exactly; a test compares it with real ``--exhaus
 
 from __future__ import annotations
 
-from yewpy.apps.dnn.planner import PlanSearch, _pareto_raw
+from yewpy.apps.dnn.planner.pareto import pareto_options
+from yewpy.apps.dnn.planner.search import PlanSearch
 
 
 def exhaustive_nodes(search: PlanSearch, filtered: bool = True) -> int:
@@ -52,11 +53,11 @@ def shape_nodes(search: PlanSearch, sid: int, filtered: bool = True) -> int:
                     continue
                 newcounts = counts[:i] + (counts[i] - 1,) + counts[i + 1 :]
                 for k in ks:
-                    terms = search._stage_terms(sid, g, lo, lo + k, j, prev)
-                    options = len(_pareto_raw(terms, pipe)) if filtered else len(terms)
+                    terms = search.stage_terms(sid, g, lo, lo + k, j, prev)
+                    options = len(pareto_options(terms, pipe)) if filtered else len(terms)
                     if options:
                         total += options * count(lo + k, newcounts, g)
         memo[key] = total
         return total
 
-    return count(0, search._counts0(sid), None)
+    return count(0, search.start_counts(sid), None)

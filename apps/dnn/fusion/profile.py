@@ -4,7 +4,7 @@ A profile lists the gradient tensors in backward order (the order their gradient
 bytes and the backward compute that precedes each one, plus the all-reduce's alpha-beta
 coefficients for the data-parallel group.  Sources: a JSON file (``read_profile``), the synthetic
 ResNet-50 and BERT-large profiles (``resnet50``, ``bert_large``), or a zoo model on a cluster
-(``yewpy.apps.dnn.fusion_model``).  Times are kept in integer nanoseconds and per-byte costs in
+(``yewpy.apps.dnn.fusion.model``).  Times are kept in integer nanoseconds and per-byte costs in
 integer femtoseconds per byte, so that the search's arithmetic is exact.
 """
 

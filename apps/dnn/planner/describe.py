@@ -1,0 +1,116 @@
+"""A leaf of the plan search as the JSON plan users read: global choices, per-stage layout, time,
+memory and predicted TF/s (the presentation, apart from the search)."""
+
+from __future__ import annotations
+
+from yewpy.apps.dnn.cost import stage_cost
+from yewpy.apps.dnn.planner.search import PlanSearch, Shape
+
+
+def describe(search: PlanSearch, leaf: tuple) -> dict:
+    """A leaf as the JSON plan: global choices, per-stage layout, time, memory and predicted TF/s."""
+    sid, stages = leaf[1], leaf[7]
+    sh, tr, groups = search.shapes[sid], search.train, search.cluster.groups
+    seconds, shares = search.leaf_time(leaf)
+    node = ("s", sid, 0, search.start_counts(sid), *search.zero_state(sid), (), ())
+    out_stages, lo = [], 0
+    for j, (g, k, rc, z) in enumerate(stages):
+        node2 = search.make(
+            sid, node, g, sh.t if sh.mode == "hap" else dict((pg, pt) for pg, _, pt in sh.parts)[g], k, rc, z
+        )
+        assert node2 is not None
+        node = node2
+        entries = []
+        for gg, reps in [(g, sh.d)] if sh.mode == "pipe" else sh.parts:
+            t = sh.t if sh.mode == "hap" else dict((pg, pt) for pg, _, pt in sh.parts)[gg]
+            tab = search.table(gg, t, sh.d, sh.b)
+            cost = stage_cost(
+                tab,
+                lo,
+                lo + k,
+                rc,
+                z,
+                j,
+                sh.p,
+                sh.m if sh.mode == "pipe" else sh.p,
+                sh.schedule,
+                sh.v,
+                sh.k,
+                tr,
+                search.dp_link(sid, gg, t),
+                None,
+                search.n - 1,
+            )
+            entries.append((groups[gg].name, t, reps, cost))
+        out_stages.append(
+            {
+                "blocks": [lo, lo + k],
+                "group": entries[0][0] if sh.mode == "pipe" else [e[0] for e in entries],
+                "tp": entries[0][1],
+                "dp": sh.d,
+                "recompute": rc,
+                "zero": z,
+                "ms_per_microbatch": [round(e[3].tau * 1e3, 4) for e in entries],
+                "memory_gb": round(max(e[3].memory for e in entries) / 2**30, 3),
+                "capacity_gb": round(
+                    min(
+                        tr.usable(groups[x])
+                        for x in ([g] if sh.mode == "pipe" else [gg for gg, _ in sh.parts])
+                    )
+                    / 2**30,
+                    3,
+                ),
+            }
+        )
+        lo += k
+    if sh.mode == "pipe":
+        gpus = sh.d * sum(s * t for _, s, t in sh.parts)
+        executed = sum(_stage_flops(search, sh, stages)) * sh.d * sh.m
+    else:
+        gpus = sh.p * sh.t * sh.d
+        executed = sum(_stage_flops(search, sh, stages)) * tr.global_batch / sh.b
+    model_flops = 3 * search.model.forward_flops(tr.global_batch, tr.seq)
+    tps = sorted({s["tp"] for s in out_stages})
+    plan = {
+        "mode": sh.mode,
+        "tp": tps[0] if len(tps) == 1 else tps,
+        "pp": sh.p,
+        "dp": sh.d,
+        "microbatch": sh.b,
+        "microbatches": sh.m if sh.mode == "pipe" else shares,
+        "schedule": sh.schedule,
+        "interleave": sh.v,
+        "group_size": sh.k,
+        "stages": out_stages,
+    }
+    if sh.mode == "hap":
+        plan["replicas"] = [{"group": groups[gg].name, "count": reps} for gg, reps in sh.parts]
+    return {
+        "plan": plan,
+        "predicted": {
+            "iteration_seconds": seconds,
+            "gpus": gpus,
+            "tflops_per_gpu": executed / gpus / seconds / 1e12,
+            "model_tflops_per_gpu": model_flops / gpus / seconds / 1e12,
+            "memory_gb_per_gpu": max(s["memory_gb"] for s in out_stages),
+        },
+    }
+
+
+def _starts(stages: tuple) -> list[int]:
+    out, lo = [], 0
+    for _, k, _, _ in stages:
+        out.append(lo)
+        lo += k
+    return out
+
+
+def _stage_flops(search: PlanSearch, sh: Shape, stages: tuple) -> list[float]:
+    """Executed FLOPs per micro-batch of each stage (any table gives the same FLOPs for given b)."""
+    out = []
+    g0 = sh.parts[0][0]
+    t0 = sh.t if sh.mode == "hap" else sh.parts[0][2]
+    tab = search.table(g0, t0, sh.d, sh.b)
+    for lo, (_, k, rc, _) in zip(_starts(stages), stages):
+        out.append(tab.flops[rc][lo + k] - tab.flops[rc][lo])
+    return out
