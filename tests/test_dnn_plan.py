@@ -13,7 +13,17 @@ from hypothesis import strategies as st
 
 from support import assert_names_line, run_ranks, yewpy_cmd
 from yewpy.apps.dnn.cluster import load_cluster
-from yewpy.apps.dnn.cost import RECOMPUTE, Training, megatron_flops, megatron_params, state_bytes_per_param
+from yewpy.apps.dnn.cost import (
+    RECOMPUTE,
+    StageTables,
+    Training,
+    allreduce,
+    hierarchical_allreduce,
+    megatron_flops,
+    megatron_params,
+    stage_cost,
+    state_bytes_per_param,
+)
 from yewpy.apps.dnn.models import load_model, read_model, transformer
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, integer_shares, water_fill
 from yewpy.apps.dnn.planner.treecount import exhaustive_nodes
@@ -251,9 +261,11 @@ def test_exhaustive_node_count_is_exact(layers, cluster, batch, mem):
     assert exhaustive_nodes(PlanSearch(model, load_cluster(cluster), train), filtered=False) > counted
 
 
-def test_stage_options_match_stage_cost():
-    """The batched stage arithmetic of the search equals stage_cost (through make) for every option."""
-    model = small_model(5, 4096)
+@pytest.mark.parametrize("experts", [0, 2])
+def test_stage_options_match_stage_cost(experts):
+    """The batched stage arithmetic of the search equals stage_cost (through make) for every option,
+    for a dense model and for a mixture of experts (expert state and gradients over d/ep replicas)."""
+    model = transformer("small", layers=5, hidden=4096, heads=16, vocab=32000, seq=1024, experts=experts)
     cluster = load_cluster("dgx-a100-80g:1x4+dgx-v100-16g:1x4")
     search = PlanSearch(model, cluster, Training(32, 1024, memory_fraction=0.5, microbatches=(1, 2)))
     checked = 0
@@ -283,7 +295,28 @@ def test_stage_options_match_stage_cost():
             if not nxt:
                 break
             node = nxt[-1]
-    assert checked > 500
+    assert checked > 300
+
+
+def test_expert_state_and_gradients_live_on_the_expert_replicas():
+    """With E = 2 experts on d = 8 data-parallel ranks, ep = 2: each expert is held by d/ep = 4 ranks,
+    so ZeRO shards its state 4 ways (not 8) and its gradients are all-reduced over those 4 (they
+    were never all-reduced)."""
+    model = transformer("moe", layers=2, hidden=1024, heads=16, vocab=32000, seq=1024, experts=2, top_k=1)
+    group = load_cluster("dgx-a100-80g:1x8").groups[0]
+    train = Training(64, 1024)
+    tab = StageTables(model, group, 1, 8, 1, train, ep_group_inter=False)
+    blk = model.blocks[1]
+    experts, dense = blk.expert_params / 2, blk.params - blk.expert_params
+    assert tab.expert_replicas == 4 and tab.expert[2] - tab.expert[1] == pytest.approx(experts)
+    link = (8, 1, group.intra_bandwidth * 0.7, group.inter_bandwidth * 0.7, group.intra_latency,
+            group.inter_latency)
+    cost = stage_cost(tab, 1, 2, "none", 1, 0, 1, 1, "1f1b", 1, 1, train, link, None, 3)
+    state = (dense * state_bytes_per_param(1, 8, 2, 4, 12) + experts * state_bytes_per_param(1, 4, 2, 4, 12))
+    assert cost.memory - tab.act["none"][2] + tab.act["none"][1] == pytest.approx(state, rel=1e-12)
+    grads = hierarchical_allreduce(dense * 4, *link) + allreduce(experts * 4, 4, *link[2:3], link[4])
+    touched = 2 * 18 * (dense / 8 + experts / 4) / group.hbm_bandwidth
+    assert cost.exposed == pytest.approx(max(0.0, grads - cost.tau * 2 / 3) + touched, rel=1e-12)
 
 
 def test_every_coordination_same_plan():

@@ -127,6 +127,13 @@ def hierarchical_allreduce(
     return t
 
 
+def expert_allreduce(nbytes: float, replicas: int, link: tuple) -> float:
+    """All-reduce of expert gradients over the ``replicas`` = d/ep ranks that hold the same experts:
+    a flat ring on the link's inter-node side when the replicas span nodes, else inside the node."""
+    _, k2, intra, inter, lat_i, lat_o = link
+    return allreduce(nbytes, replicas, inter if k2 > 1 else intra, lat_o if k2 > 1 else lat_i)
+
+
 def zero3_collectives(params: float, blocks: int, d: int, dp_link: tuple, weight_bytes: float) -> float:
     """Seconds per micro-batch of ZeRO-3's collectives for ``params`` parameters per rank (before
     sharding) in ``blocks`` blocks: per block two all-gathers of the weights and one reduce-scatter of
@@ -173,6 +180,11 @@ class StageTables:
         self.act = {rc: [0.0] * (n + 1) for rc in RECOMPUTE}
         self.params = [0.0] * (n + 1)
         self.dense = [0.0] * (n + 1)  # params all-reduced over the whole DP group
+        self.expert = [0.0] * (n + 1)  # expert params per rank (E/ep experts), replicated d/ep times
+        self.expert_replicas = d  # d/ep: the ranks that hold the same experts and all-reduce them
+        # the expert replicas are ep ranks apart: across nodes when the data-parallel group is
+        self.expert_link = (1, 2 if ep_group_inter else 1, intra, group.inter_bandwidth * eff, lat,
+                            group.inter_latency)
         self.block_time = []
         work = []
         biggest_act = biggest_params = 0.0
@@ -203,6 +215,9 @@ class StageTables:
             local = blk.params - blk.expert_params + blk.expert_params / ep
             self.params[i + 1] = self.params[i] + local
             self.dense[i + 1] = self.dense[i] + blk.params - blk.expert_params
+            self.expert[i + 1] = self.expert[i] + blk.expert_params / ep
+            if blk.experts:
+                self.expert_replicas = d // ep
             biggest_act = max(biggest_act, blk.activation_bytes(b, s, t, train.sequence_parallel, "none"))
             biggest_params = max(biggest_params, local)
         self.work = [0.0]
@@ -255,8 +270,11 @@ def stage_cost(
     if tab.tied and lo == 0 and hi == last_block + 1:
         params -= tab.head_params  # embedding and tied head on one stage: one copy
     local = params / t
+    experts = (tab.expert[hi] - tab.expert[lo]) / t  # sharded by ZeRO over d/ep replicas, not d
+    r = tab.expert_replicas
     state = state_bytes_per_param(zero, d, train.weight_bytes, train.grad_bytes, train.optimizer_bytes)
-    memory = local * state
+    state_e = state_bytes_per_param(zero, r, train.weight_bytes, train.grad_bytes, train.optimizer_bytes)
+    memory = (local - experts) * state + experts * state_e
     if zero == 3:
         memory += tab.gather_buffer / t * train.weight_bytes
     act = tab.act[rc][hi] - tab.act[rc][lo]
@@ -269,12 +287,16 @@ def stage_cost(
         dense = (tab.dense[hi] - tab.dense[lo]) / t
         if zero == 3:  # every micro-batch gathers and reduce-scatters; what compute does not hide
             collectives = zero3_collectives(dense, hi - lo, d, dp_link, train.weight_bytes)
+            if experts and r > 1:
+                collectives += zero3_collectives(experts, hi - lo, r, tab.expert_link, train.weight_bytes)
             tau += max(0.0, collectives - ZERO3_OVERLAP * tau)
         else:
             one = hierarchical_allreduce(dense * train.grad_bytes, *dp_link)
+            if experts and r > 1:
+                one += expert_allreduce(experts * train.grad_bytes, r, tab.expert_link)
             dp = one / 2 * m + one / 2 if zero == 2 else one  # ZeRO-2 reduce-scatters every micro-batch
             exposed = max(0.0, dp - tau * 2 / 3)
-    touched = local / (d if zero >= 1 else 1)
+    touched = (local - experts) / (d if zero >= 1 else 1) + experts / (r if zero >= 1 else 1)
     exposed += 2 * touched * train.state_bytes / tab.group.hbm_bandwidth
     p2p = 0.0
     if p2p_link is not None:

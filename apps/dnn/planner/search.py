@@ -31,6 +31,7 @@ from yewpy.apps.dnn.cost import (
     ZERO3_OVERLAP,
     StageTables,
     Training,
+    expert_allreduce,
     hierarchical_allreduce,
     inflight,
     stage_cost,
@@ -545,15 +546,18 @@ class PlanSearch(Enumeration):
                 params -= tab.head_params
             local = params / tab.t
             dense = (tab.dense[hi] - tab.dense[lo]) / tab.t
-            one = dp_one(dense * self.train.grad_bytes) if dp_one is not None else 0.0
-            collectives = zero3(dense, hi - lo) if dp_one is not None else 0.0
+            experts = (tab.expert[hi] - tab.expert[lo]) / tab.t
+            one = collectives = 0.0
+            if dp_one is not None:
+                one, collectives = dp_one(dense, experts), zero3(dense, experts, hi - lo)
             p2p = 0.0 if p2p_c is None else p2p_c[0] + p2p_c[1] * tab.boundaries[hi - 1]
             fj = infl[j]
             terms = []
             for rc, z in allowed:
                 tau = tab.time[rc][hi] - tab.time[rc][lo]
-                state, gbuf, touched_f, m_dp = zc[z]
-                memory = local * state + gbuf + (tab.act[rc][hi] - tab.act[rc][lo]) * fj
+                state, gbuf, touched_f, m_dp, state_e, touched_e = zc[z]
+                memory = ((local - experts) * state + experts * state_e + gbuf
+                          + (tab.act[rc][hi] - tab.act[rc][lo]) * fj)
                 if rc == "full":
                     memory += tab.working_set
                 if memory > usable:
@@ -566,7 +570,7 @@ class PlanSearch(Enumeration):
                     else:
                         dp = one / 2 * m_dp + one / 2 if z == 2 else one
                         exposed = max(0.0, dp - tau * 2 / 3)
-                exposed += local * touched_f
+                exposed += (local - experts) * touched_f + experts * touched_e
                 terms.append((tau + 2 * p2p, tau + e * p2p, exposed))
             per_class.append(terms)
         out = []
@@ -592,21 +596,30 @@ class PlanSearch(Enumeration):
         tab = self.table(gg, t, sh.d, sh.b)
         m_mem = sh.m if sh.mode == "pipe" else sh.p
         zc = {}
+        r = tab.expert_replicas
         for z in (0, 1, 2, 3):
             state = state_bytes_per_param(z, sh.d, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
+            state_e = state_bytes_per_param(z, r, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
             gbuf = tab.gather_buffer / t * tr.weight_bytes if z == 3 else 0.0
             touched_f = 2 * tr.state_bytes / tab.group.hbm_bandwidth / (sh.d if z >= 1 else 1)
-            zc[z] = (state, gbuf, touched_f, m_mem)
+            touched_e = 2 * tr.state_bytes / tab.group.hbm_bandwidth / (r if z >= 1 else 1)
+            zc[z] = (state, gbuf, touched_f, m_mem, state_e, touched_e)
         e = {"1f1b": 2.0, "interleaved": 2.0 * sh.v, "kfkb": 2.0 / sh.k, "gpipe": 0.0}[sh.schedule]
         dp_one = zero3 = None
         if sh.d > 1:
             link = self.dp_link(sid, gg, t)
 
-            def dp_one(grad: float, link: tuple = link) -> float:
-                return hierarchical_allreduce(grad, *link)
+            def dp_one(dense: float, experts: float, link: tuple = link) -> float:
+                out = hierarchical_allreduce(dense * tr.grad_bytes, *link)
+                if experts and r > 1:
+                    out += expert_allreduce(experts * tr.grad_bytes, r, tab.expert_link)
+                return out
 
-            def zero3(dense: float, blocks: int, link: tuple = link) -> float:
-                return zero3_collectives(dense, blocks, sh.d, link, tr.weight_bytes)
+            def zero3(dense: float, experts: float, blocks: int, link: tuple = link) -> float:
+                out = zero3_collectives(dense, blocks, sh.d, link, tr.weight_bytes)
+                if experts and r > 1:
+                    out += zero3_collectives(experts, blocks, r, tab.expert_link, tr.weight_bytes)
+                return out
 
         infl = [inflight(sh.schedule, j, sh.p, m_mem, sh.v, sh.k) for j in range(sh.p)]
         p2p_c = None
