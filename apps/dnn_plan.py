@@ -17,9 +17,10 @@ from yewpy.apps.dnn.cluster import Cluster, load_cluster
 from yewpy.apps.dnn.cost import DEFAULT_ETA, DEFAULT_ETA_H0, RECOMPUTE, SCHEDULES, Training
 from yewpy.apps.dnn.models import Model, load_model
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, describe, heads_not_divided
+from yewpy.apps.dnn.planner.adagrouper import ada_grouper, read_trace
 from yewpy.apps.dnn.planner.launch import LAUNCHERS, launch_lines, restrict
 from yewpy.errors import UsageError
-from yewpy.numbers import ascii_digits
+from yewpy.numbers import ascii_digits, parse_float
 from yewpy.result import Result
 
 FIX_KEYS = {
@@ -206,6 +207,24 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
     return restrict(train, args.launcher)
 
 
+def network_levels(text: str) -> list[tuple[float, float]]:
+    """``--network-slowdown``: ``F[,F...]`` (each level weighted alike) or ``@TRACE`` (a file of
+    ``SECONDS FACTOR`` lines) as (weight seconds, factor) pairs."""
+    if text.startswith("@"):
+        return read_trace(text[1:])
+    levels = []
+    for word in text.split(","):
+        try:
+            factor = parse_float(word.strip())
+        except ValueError:
+            factor = math.nan
+        if not 1 <= factor <= 1e6:
+            raise UsageError(f"--network-slowdown: {word.strip()!r} is not a factor between 1 and 1e6 "
+                             "(give F[,F...] or @TRACE)")
+        levels.append((1.0, factor))
+    return levels
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="preset name, model/HF JSON file, or FILE.py:NAME")
     parser.add_argument("--cluster", required=True, help="PRESET:NODESxGPUS[+...] or cluster JSON file")
@@ -240,6 +259,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="hidden width at which eta halves (eta * h / (h + H0); 0: flat eta)",
     )
     parser.add_argument("--memory-fraction", type=float, default=0.9, help="usable share of GPU memory")
+    parser.add_argument("--network-slowdown", default=None, metavar="F[,F...]|@TRACE",
+                        help="Ada-Grouper: for each link slowdown factor (or a trace of 'SECONDS FACTOR' "
+                             "lines), the best kFkB group size for the plan's shape and its gain over 1F1B")
 
 
 def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
@@ -249,6 +271,7 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     model = load_model(args.model)
     cluster = load_cluster(args.cluster)
     train = training_from_args(args, model, cluster)
+    levels = network_levels(args.network_slowdown) if args.network_slowdown else None
     result = plan(model, cluster, train, top=args.top, exhaustive=args.exhaustive, **params)
     x, p = result.extras, result.extras["plan"]
     pred = x["predicted"]
@@ -286,6 +309,17 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
             lines.append(f"{label} ({out['gpus']} GPUs): pretrain_gpt.py {' '.join(out['arguments'])}")
         else:
             lines.append(f"{label} ({out['gpus']} GPUs): {json.dumps(out['config'], sort_keys=True)}")
+    if levels is not None:
+        x["ada_grouper"] = grouped = ada_grouper(model, cluster, train, p, levels)
+        if grouped is None:
+            lines.append("Ada-Grouper: the plan has no single-group pipeline (pp = 1 or hap): "
+                         "kFkB does not apply")
+        else:
+            for row in grouped["levels"]:
+                k = f"kFkB k={row['best_k']}" if row["best_k"] > 1 else "1F1B stays best"
+                lines.append(f"Network x{row['slowdown']:g} slower: 1F1B {row['1f1b_seconds']:.4f} s, {k} "
+                             f"{row['best_seconds']:.4f} s ({row['gain']:+.1%})")
+            lines.append(f"Ada-Grouper time-weighted gain over 1F1B: {grouped['weighted_gain']:+.1%}")
     result.seconds = x["seconds"] = time.perf_counter() - start
     result.timed = "planning: inputs, search, sensitivity, launch arguments"
     return result, lines

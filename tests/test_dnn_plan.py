@@ -529,3 +529,45 @@ def test_two_device_speeds_split_the_layers_by_speed(rho, tmp_path):
     assert abs(fast_layers(640) - 24 * rho / (1 + rho)) <= 1
     if rho == 2.0:
         assert fast_layers(8) < 24 * rho / (1 + rho) - 1
+
+
+def test_ada_grouper_picks_k_per_network_condition(tmp_path):
+    """For each slowdown of the inter-node network, the reported kFkB group size and time are the best
+    of independent searches over k (same tp, pp, dp, micro-batch), never worse than 1F1B, and a trace
+    weights the levels by their seconds; its gain grows as the network slows."""
+    from yewpy.apps.dnn.planner.adagrouper import KS, ada_grouper, read_trace, slowed
+
+    model, cluster = load_model("megatron-3.6b"), load_cluster("dgx-v100-32g:8x8")
+    train = Training(512, 2048)
+    chosen = plan(model, cluster, Training(512, 2048, fix={"pp": 4}), top=1).extras["plan"]
+    trace = tmp_path / "trace.txt"
+    trace.write_text("# seconds factor\n10 1\n30 16\n20 4\n")
+    report = ada_grouper(model, cluster, train, chosen, read_trace(str(trace)))
+    rows = report["levels"]
+    assert [r["slowdown"] for r in rows] == [1, 4, 16]
+    fix = {"tp": chosen["tp"], "pp": chosen["pp"], "dp": chosen["dp"], "mb": chosen["microbatch"]}
+    for row in rows:
+        net = slowed(cluster, row["slowdown"])
+        one = plan(model, net, Training(512, 2048, fix=dict(fix, schedule="1f1b")), top=1).objective
+        by_k = {}
+        for k in KS:
+            try:
+                narrowed = Training(512, 2048, fix=dict(fix, schedule="kfkb"), group_sizes=(k,))
+                by_k[k] = plan(model, net, narrowed, top=1).objective
+            except UsageError:                              # k not below the micro-batches, or no memory
+                pass
+        best = min([(one, 1)] + [(t, k) for k, t in by_k.items()])
+        assert row["1f1b_seconds"] == pytest.approx(one, rel=1e-12)
+        assert (row["best_seconds"], row["best_k"]) == (pytest.approx(best[0], rel=1e-12), best[1])
+    gains = [r["gain"] for r in rows]
+    assert gains == sorted(gains) and gains[-1] > 0.05
+    weighted = (10 * gains[0] + 20 * gains[1] + 30 * gains[2]) / 60
+    assert report["weighted_gain"] == pytest.approx(weighted, rel=1e-12)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("10 1\n5 0.5\n")
+    with pytest.raises(InputError, match=":2:"):
+        read_trace(str(bad))
+    args = ["--model", "megatron-1.7b", "--cluster", "dgx-a100-80g:1x8", "--global-batch", "8",
+            "--network-slowdown", "1,0.5"]
+    out = subprocess.run([*yewpy_cmd(), "dnn-plan", *args], capture_output=True, text=True)
+    assert out.returncode == 2 and "--network-slowdown: '0.5'" in out.stderr
