@@ -571,3 +571,19 @@ def test_ada_grouper_picks_k_per_network_condition(tmp_path):
             "--network-slowdown", "1,0.5"]
     out = subprocess.run([*yewpy_cmd(), "dnn-plan", *args], capture_output=True, text=True)
     assert out.returncode == 2 and "--network-slowdown: '0.5'" in out.stderr
+
+
+@pytest.mark.parametrize("batch", [32, 128, 512])
+def test_tensor_parallelism_across_nodes_loses_to_8x8(batch):
+    """The brief's T5 (Megatron SC'21 §5.4.1): the 162B model (h = 20480, L = 32) on 64 A100s, all
+    t x p = 64 with t up to 32, TP across nodes costed on the network: (8, 8) is predicted best."""
+    model = transformer("162b", layers=32, hidden=20480, heads=128, vocab=51200, seq=2048)
+    assert model.params == pytest.approx(162.2e9, rel=1e-3)
+    cluster = load_cluster("dgx-a100-80g:8x8")
+    times = {}
+    for t in (2, 4, 8, 16, 32):
+        train = Training(batch, 2048, max_tp=32, fix={"tp": t, "pp": 64 // t})
+        times[(t, 64 // t)] = plan(model, cluster, train, top=1).objective
+    assert min(times, key=times.get) == (8, 8), times
+    free = plan(model, cluster, Training(batch, 2048, max_tp=32, fix={"dp": 1}), top=1).extras["plan"]
+    assert free["tp"] <= 8                                      # no free plan puts TP across nodes

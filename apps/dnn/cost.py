@@ -192,7 +192,13 @@ class StageTables:
             rate = rates[i]
             f = blk.forward_flops(b, s)
             extra = {"none": 0.0, "selective": blk.attention_flops(b, s), "full": f}
-            ar = allreduce(2.0 * b * s * blk.boundary, t, intra, lat) if t > 1 else 0.0
+            ar = 0.0
+            if t > group.gpus_per_node:  # TP across nodes: in the node, then over the network
+                g = group.gpus_per_node
+                ar = hierarchical_allreduce(2.0 * b * s * blk.boundary, g, t // g, intra,
+                                            group.inter_bandwidth * eff, lat, group.inter_latency)
+            elif t > 1:
+                ar = allreduce(2.0 * b * s * blk.boundary, t, intra, lat)
             ep = math.gcd(d, blk.experts) if blk.experts else 1  # divides both, as launchers require
             a2a = 0.0
             if blk.a2a and ep > 1:

@@ -1,7 +1,8 @@
 """The parallelism planner: the branch-and-bound plan search (``search``), how heterogeneous replicas
 share micro-batches (``shares``), the stage option filters (``pareto``), the plan as users read it
 (``describe``), what launchers run (``launch``), kFkB per network condition (``adagrouper``) and
-the exact size of the exhaustive tree (``treecount``). Shared pieces (models, clusters, the cost model) sit beside it in ``apps/dnn``."""
+the exact size of the exhaustive tree (``treecount``). Shared pieces (models, clusters, the cost
+model) sit beside it in ``apps/dnn``."""
 
 from yewpy.apps.dnn.planner.describe import describe
 from yewpy.apps.dnn.planner.search import ExhaustivePlanSearch, PlanSearch, Shape, heads_not_divided

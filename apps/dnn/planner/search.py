@@ -86,6 +86,8 @@ def divisors(n: int) -> list[int]:
 
 
 def aligned(width: int, g: int) -> bool:
+    """A group of ``width`` GPUs on nodes of ``g``: inside one node or whole nodes. For a
+    tensor-parallel group the latter is TP across nodes, its all-reduces costed on the network."""
     return width % g == 0 or g % width == 0
 
 
@@ -209,7 +211,8 @@ class PlanSearch(Enumeration):
                     ts = [w // d for w in widths]
                     if tr.one_tp and len(set(ts)) > 1:
                         continue
-                    if any(not self.tp_fits(t) or groups[g].gpus_per_node % t for g, t in zip(subset, ts)):
+                    if any(not self.tp_fits(t) or not aligned(t, groups[g].gpus_per_node)
+                           for g, t in zip(subset, ts)):
                         continue
                     if fix.get("dp", d) != d or any(fix.get("tp", t) != t for t in ts):
                         continue
@@ -221,13 +224,13 @@ class PlanSearch(Enumeration):
             for p in range(1, self.n + 1):
                 if fix.get("pp", p) != p:
                     continue
-                for t in (1, 2, 4, 8, 16):
+                for t in (1, 2, 4, 8, 16, 32, 64):
                     if not self.tp_fits(t) or fix.get("tp", t) != t:
                         continue
                     reps = []
                     for g in subset:
                         gr = groups[g]
-                        if gr.gpus % (p * t) or gr.gpus_per_node % t:
+                        if gr.gpus % (p * t) or not aligned(t, gr.gpus_per_node):
                             break
                         dg = gr.gpus // (p * t)
                         if not aligned(dg * t, gr.gpus_per_node):
