@@ -119,19 +119,18 @@ class _Keys:
         return value
 
     def flag(self, name: str, default: bool) -> bool:
-        if self.doc.get(name) is None:
-            return default
-        value = self.doc[name]
-        if not isinstance(value, bool):
-            raise self.error(name, f"{name!r} must be true or false, got {json.dumps(value)}")
-        return value
+        return self._typed(name, default, bool, "true or false")
 
     def text(self, name: str, default: str) -> str:
+        return self._typed(name, default, str, "a string")
+
+    def _typed(self, name: str, default: Any, kind: type, what: str) -> Any:
+        """``name``'s value of type ``kind`` (null or missing: ``default``)."""
         if self.doc.get(name) is None:
             return default
         value = self.doc[name]
-        if not isinstance(value, str):
-            raise self.error(name, f"{name!r} must be a string, got {json.dumps(value)}")
+        if not isinstance(value, kind):
+            raise self.error(name, f"{name!r} must be {what}, got {json.dumps(value)}")
         return value
 
     def heads(self, hidden: int, *names: str, head_dim: bool = False) -> tuple[int, int | None]:

@@ -9,12 +9,14 @@ Tree (docs/dnn.md has the details and the bound's proof):
 3. the micro-batch b and the schedule (1F1B, interleaved with v chunks, kFkB with groups of k, GPipe);
 4. stage by stage: the device group (pipe mode), the number of blocks, recomputation and ZeRO stage.
 
-Nodes are tuples (picklable, small). The search is an enumeration whose value is the ``top`` best
-distinct shapes, each by its best leaf under the total order (iteration seconds, shape, depth-first
-order): the
-search prunes against this worker's own top-th best shape and the shape's own best, and the workers'
-lists merge (``combine``) into the global one. The order has no ties, so every coordination and rank
-count reports the identical plans without a second pass.
+Nodes are tuples (picklable, small); a stage-level node is ``("s", shape, blocks used, stages left
+per group, S, X, E, stages, order)`` with S, X, E the pipeline sum, maximum and exposed DP terms so far
+and ``order`` its place in depth-first order (each stage's rank among its siblings before pruning).
+The search is an enumeration whose value is the ``top`` best distinct shapes, each by its best leaf
+under the total order (iteration seconds, shape, order): the search prunes against this worker's own
+top-th best shape and the shape's own best, and the workers' lists merge (``combine``) into the global
+one. The order has no ties, so every coordination and rank count reports the identical plans without
+a second pass.
 """
 
 from __future__ import annotations
