@@ -222,12 +222,10 @@ def test_scripts_run_a_search_and_pass_sigterm_on(tmp_path, fake_bin):
     script = subprocess.Popen(["bash", str(SLURM / "multi-node.sbatch")], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env)
     assert script.stdout.readline() == "ready\n"
-    start = time.monotonic()
-    script.send_signal(signal.SIGTERM)
-    stdout, stderr = script.communicate(timeout=30)
+    script.send_signal(signal.SIGTERM)                  # the waiter sleeps 60 s: only the passed-on
+    stdout, stderr = script.communicate(timeout=30)     # SIGTERM ends it within the timeout
     assert script.returncode == 7 and "search got SIGTERM" in stdout and "passing it on" in stderr
     assert "scancel --signal=TERM" in (tmp_path / "launches.log").read_text()
-    assert time.monotonic() - start < 10
 
 
 def test_a_job_resubmitted_with_yewpy_checkpoint_continues_the_search(tmp_path, fake_bin):
