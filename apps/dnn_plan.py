@@ -96,9 +96,10 @@ def refuse_at_root(search: PlanSearch) -> None:
     if not search.shapes:
         heads = (model.meta or {}).get("heads")
         raise UsageError(
-            f"no plan fits: no tp x pp x dp layout of {cluster.describe()} takes the global batch "
-            f"{train.global_batch} in whole micro-batches of {', '.join(map(str, train.microbatches))} "
-            f"sequences per data-parallel rank with tp <= {train.max_tp} dividing the node"
+            f"no plan fits: no tp x pp x dp layout using every GPU of a group of {cluster.describe()} "
+            f"({model.layers} blocks to split into stages) takes the global batch {train.global_batch} in "
+            f"whole micro-batches of {', '.join(map(str, train.microbatches))} sequences per data-parallel "
+            f"rank with tp <= {train.max_tp} aligned to the node"
             + (f" and the {heads} attention heads" if heads else "")
             + " (and the --fix and --launcher rules)")
     floors = [search.memory_floor(sid) for sid in range(len(search.shapes))]

@@ -441,7 +441,7 @@ def test_numeric_options_out_of_range_are_one_line_errors(flags, message):
 
 @pytest.mark.parametrize("fix, message", [
     ("", "needs at least 91.5 GiB per GPU for its weights, gradients and optimizer state"),
-    ("dp=3", "no tp x pp x dp layout of dgx-a100-80g:4x8 takes the global batch 1536"),
+    ("dp=3", "no tp x pp x dp layout using every GPU of a group of dgx-a100-80g:4x8 (98 blocks"),
 ])
 def test_instances_no_shape_can_hold_are_refused_at_the_root(fix, message):
     """175B on 32 A100s searched 700k nodes for 29 s before saying no plan fits; now the root check
