@@ -52,7 +52,9 @@ class Enumeration(_Search):
     """Visit every node and fold ``value(node)`` with ``combine``, starting from ``zero``.
 
     The default counts nodes.  ``combine`` must be associative and commutative: partial
-    results merge in whatever order workers finish.
+    results merge in whatever order workers finish.  An enumeration that prunes against a bound
+    it learns may also define ``shared_bound()`` (the bound now; smaller is tighter) and
+    ``adopt_bound(value)``: across MPI ranks the runtime spreads the tightest one to every rank.
     """
 
     zero: Any = 0

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from yewpy._engine import monotonic
-from yewpy.core import Core
+from yewpy.core import ENUMERATION, Core
 from yewpy.errors import UsageError
 from yewpy.operations.session import Session
 from yewpy.result import Result
@@ -77,7 +77,8 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
         from yewpy.runtime.mpi import MPITransport
 
         agree(comm, failure)                    # raises the first failing rank's error everywhere
-        transport = MPITransport(comm, session, steal=coord.steal_mode)
+        shared = problem if core.kind == ENUMERATION and hasattr(problem, "shared_bound") else None
+        transport = MPITransport(comm, session, steal=coord.steal_mode, shared=shared)
     else:
         transport = LocalTransport(session)
     return run_search(problem, core, coord, options, transport, session, (initial_bound, initial_solution),

@@ -385,6 +385,16 @@ class PlanSearch(Enumeration):
                 self.threshold = min(self.threshold, kth)
         return ((seconds, sid, node[8], node),)
 
+    def shared_bound(self) -> float:
+        """This worker's pruning threshold, which the runtime spreads to the other ranks."""
+        return self.threshold
+
+    def adopt_bound(self, value: float) -> None:
+        """Another rank's threshold: every rank's K-th best is at least the global one, so the
+        smaller is as valid here."""
+        if value < self.threshold:
+            self.threshold = value
+
     def combine(self, a: tuple, b: tuple) -> tuple:
         """The ``top`` best distinct shapes of both lists, each by its least (seconds, shape, order):
         ``order`` is the leaf's place in depth-first order, so ties go to the first leaf."""
