@@ -371,7 +371,7 @@ class PlanSearch(Enumeration):
                 yield child
 
     def value(self, node: tuple) -> tuple:
-        """A leaf's record ``((seconds, shape, stages, leaf),)``; other nodes record nothing."""
+        """A leaf's record ``((seconds, shape, order, leaf),)``; other nodes record nothing."""
         if node[0] != "s" or node[2] != self.n or sum(node[3]):
             return ()
         seconds = self.leaf_time(node)[0]
