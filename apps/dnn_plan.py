@@ -18,7 +18,7 @@ from yewpy.apps.dnn.cost import DEFAULT_ETA, DEFAULT_ETA_H0, RECOMPUTE, SCHEDULE
 from yewpy.apps.dnn.models import Model, load_model
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, describe, heads_not_divided
 from yewpy.apps.dnn.planner.adagrouper import ada_grouper, read_trace
-from yewpy.apps.dnn.planner.launch import LAUNCHERS, launch_lines, restrict
+from yewpy.apps.dnn.planner.launch import LAUNCHERS, launch_lines, megatron_model_refusal, restrict
 from yewpy.errors import UsageError
 from yewpy.numbers import ascii_digits, parse_float
 from yewpy.result import Result
@@ -102,9 +102,8 @@ def refuse_at_root(search: PlanSearch) -> None:
             f"rank with tp <= {train.max_tp} aligned to the node"
             + (f" and the {heads} attention heads" if heads else "")
             + " (and the --fix and --launcher rules)")
-    floors = [search.memory_floor(sid) for sid in range(len(search.shapes))]
-    if all(need > usable for need, usable in floors):
-        need, usable = min(floors, key=lambda f: f[0] / f[1])
+    if all(need > usable for need, usable in search.floors):
+        need, usable = min(search.floors, key=lambda f: f[0] / f[1])
         raise UsageError(
             f"no plan fits: {model.name} ({model.params / 1e9:.1f}B parameters) needs at least "
             f"{need / 2**30:.1f} GiB per GPU for its weights, gradients and optimizer state even split "
@@ -200,11 +199,9 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
         fix=fix,
         precision=precision,
     )
-    if args.launcher == "megatron":
-        meta = model.meta or {}
-        if not meta.get("layers") or meta.get("decoder_layers") or meta.get("classes"):
-            raise UsageError(f"--launcher megatron: {model.name} is not a decoder-only transformer, the "
-                             "model Megatron-LM's pretrain_gpt.py builds")
+    why = megatron_model_refusal(model) if args.launcher == "megatron" else None
+    if why:
+        raise UsageError(f"--launcher megatron: {why}")
     return restrict(train, args.launcher)
 
 

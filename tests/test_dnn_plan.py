@@ -270,7 +270,7 @@ def test_stage_options_match_stage_cost(experts):
     search = PlanSearch(model, cluster, Training(32, 1024, memory_fraction=0.5, microbatches=(1, 2)))
     checked = 0
     for sid, sh in enumerate(search.shapes):
-        node = ("s", sid, 0, search.start_counts(sid), *search.zero_state(sid), (), ())
+        node = search.start_node(sid)
         groups = [g for g, s, _ in sh.parts for _ in range(s)] if sh.mode == "pipe" else [None] * sh.p
         for j, g in enumerate(groups[:-1]):
             lo, prev = node[2], node[7][-1][0] if node[7] else None

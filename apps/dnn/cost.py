@@ -127,21 +127,27 @@ def hierarchical_allreduce(
     return t
 
 
-def expert_allreduce(nbytes: float, replicas: int, link: tuple) -> float:
-    """All-reduce of expert gradients over the ``replicas`` = d/ep ranks that hold the same experts:
-    a flat ring on the link's inter-node side when the replicas span nodes, else inside the node."""
-    _, k2, intra, inter, lat_i, lat_o = link
-    return allreduce(nbytes, replicas, inter if k2 > 1 else intra, lat_o if k2 > 1 else lat_i)
+def flat_ring(dp_link: tuple) -> tuple[float, float]:
+    """(bandwidth, latency) of a flat ring over a data-parallel group whose hierarchical link is
+    ``dp_link``: the network when the group spans nodes, else inside the node."""
+    _, k2, intra, inter, lat_i, lat_o = dp_link
+    return (inter, lat_o) if k2 > 1 else (intra, lat_i)
 
 
-def zero3_collectives(params: float, blocks: int, d: int, dp_link: tuple, weight_bytes: float) -> float:
+def zero3_collectives(params: float, blocks: int, d: int, ring: tuple, weight_bytes: float) -> float:
     """Seconds per micro-batch of ZeRO-3's collectives for ``params`` parameters per rank (before
     sharding) in ``blocks`` blocks: per block two all-gathers of the weights and one reduce-scatter of
     the gradients, both 16-bit (ZeRO §7: 3 Psi per step), as DeepSpeed runs them: flat rings over all
-    ``d`` ranks, so across nodes every byte passes one NIC per node (no hierarchical split)."""
-    _, k2, intra, inter, lat_i, lat_o = dp_link
-    bw, lat = (inter, lat_o) if k2 > 1 else (intra, lat_i)
+    ``d`` ranks on ``ring`` = (bandwidth, latency), so across nodes every byte passes one NIC per node
+    (no hierarchical split)."""
+    bw, lat = ring
     return (d - 1) * (3 * blocks * lat + 3 * weight_bytes * params / d / bw)
+
+
+def p2p_sends(schedule: str, v: int, k: int) -> float:
+    """Stage-to-stage sends a micro-batch exposes in the steady state: 1F1B 2 (forward out, backward
+    out), interleaved 2v, kFkB 2/k (a group's sends overlap its own later micro-batches), GPipe none."""
+    return {"1f1b": 2.0, "interleaved": 2.0 * v, "kfkb": 2.0 / k, "gpipe": 0.0}[schedule]
 
 
 def inflight(schedule: str, j: int, p: int, m: int, v: int = 1, k: int = 1) -> float:
@@ -182,9 +188,9 @@ class StageTables:
         self.dense = [0.0] * (n + 1)  # params all-reduced over the whole DP group
         self.expert = [0.0] * (n + 1)  # expert params per rank (E/ep experts), replicated d/ep times
         self.expert_replicas = d  # d/ep: the ranks that hold the same experts and all-reduce them
-        # the expert replicas are ep ranks apart: across nodes when the data-parallel group is
-        self.expert_link = (1, 2 if ep_group_inter else 1, intra, group.inter_bandwidth * eff, lat,
-                            group.inter_latency)
+        # their flat ring: the replicas are ep ranks apart, across nodes when the data-parallel group is
+        network = (group.inter_bandwidth * eff, group.inter_latency)
+        self.expert_ring = network if ep_group_inter else (intra, lat)
         self.block_time = []
         work = []
         biggest_act = biggest_params = 0.0
@@ -292,14 +298,14 @@ def stage_cost(
     if d > 1:
         dense = (tab.dense[hi] - tab.dense[lo]) / t
         if zero == 3:  # every micro-batch gathers and reduce-scatters; what compute does not hide
-            collectives = zero3_collectives(dense, hi - lo, d, dp_link, train.weight_bytes)
+            collectives = zero3_collectives(dense, hi - lo, d, flat_ring(dp_link), train.weight_bytes)
             if experts and r > 1:
-                collectives += zero3_collectives(experts, hi - lo, r, tab.expert_link, train.weight_bytes)
+                collectives += zero3_collectives(experts, hi - lo, r, tab.expert_ring, train.weight_bytes)
             tau += max(0.0, collectives - ZERO3_OVERLAP * tau)
         else:
             one = hierarchical_allreduce(dense * train.grad_bytes, *dp_link)
             if experts and r > 1:
-                one += expert_allreduce(experts * train.grad_bytes, r, tab.expert_link)
+                one += allreduce(experts * train.grad_bytes, r, *tab.expert_ring)
             dp = one / 2 * m + one / 2 if zero == 2 else one  # ZeRO-2 reduce-scatters every micro-batch
             exposed = max(0.0, dp - tau * 2 / 3)
     touched = (local - experts) / (d if zero >= 1 else 1) + experts / (r if zero >= 1 else 1)
@@ -312,12 +318,9 @@ def stage_cost(
 
 
 def pipeline_time(taus: list, p2ps: list, m: int, schedule: str, v: int, k: int) -> float:
-    """Megatron Eq. 1 for uneven stages: sum/v + (m - 1/v) * max of the exposed per-micro-batch times.
-
-    Exposed p2p per micro-batch: 1F1B 2 sends (forward out, backward out), interleaved 2v,
-    kFkB 2/k (a group's sends overlap its own later micro-batches), GPipe none (only the fill).
-    """
-    e = {"1f1b": 2.0, "interleaved": 2.0 * v, "kfkb": 2.0 / k, "gpipe": 0.0}[schedule]
+    """Megatron Eq. 1 for uneven stages: sum/v + (m - 1/v) * max of the exposed per-micro-batch times,
+    each stage exposing :func:`p2p_sends` of its p2p time (GPipe only in the fill)."""
+    e = p2p_sends(schedule, v, k)
     div = v if schedule == "interleaved" else 1
     fill = sum(tau + 2 * c for tau, c in zip(taus, p2ps)) / div
     steady = max(tau + e * c for tau, c in zip(taus, p2ps))

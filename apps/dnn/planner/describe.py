@@ -12,7 +12,7 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
     sid, stages = leaf[1], leaf[7]
     sh, tr, groups = search.shapes[sid], search.train, search.cluster.groups
     seconds, shares = search.leaf_time(leaf)
-    node = ("s", sid, 0, search.start_counts(sid), *search.zero_state(sid), (), ())
+    node = search.start_node(sid)
     out_stages, lo = [], 0
     for j, (g, k, rc, z) in enumerate(stages):
         node2 = search.make(

@@ -59,11 +59,19 @@ def _stage_layers(plan: dict) -> list[int]:
     return [hi - lo - (lo == 0) - (hi == n) for lo, hi in (s["blocks"] for s in plan["stages"])]
 
 
-def megatron_refusal(plan: dict, model: Model, train: Training) -> str | None:
-    """Why Megatron-LM cannot run ``plan`` as chosen, or None."""
+def megatron_model_refusal(model: Model) -> str | None:
+    """Why ``model`` is not one Megatron-LM's ``pretrain_gpt.py`` builds, or None."""
     meta = model.meta or {}
     if not meta.get("layers") or meta.get("decoder_layers") or meta.get("classes") or not meta.get("vocab"):
-        return "the model is not a decoder-only transformer (Megatron-LM's GPT model)"
+        return f"{model.name} is not a decoder-only transformer (Megatron-LM's GPT model)"
+    return None
+
+
+def megatron_refusal(plan: dict, model: Model, train: Training) -> str | None:
+    """Why Megatron-LM cannot run ``plan`` as chosen, or None."""
+    why = megatron_model_refusal(model)
+    if why:
+        return why
     if plan["mode"] == "hap":
         return "it gives replicas on different GPU types different micro-batch shares"
     if isinstance(plan["tp"], list):
@@ -81,7 +89,8 @@ def megatron_refusal(plan: dict, model: Model, train: Training) -> str | None:
     if min(layers) < 1 or any(k % v for k in layers) or len(set(layers[1:-1])) > 1:
         return (f"its stage layer counts {layers} are not first, equal middle stages and last, each at least "
                 f"one layer{f' and a multiple of v={v}' if v > 1 else ''}")
-    if meta.get("experts") and train.precision == "fp16" and math.gcd(plan["dp"], meta["experts"]) > 1:
+    experts = model.meta.get("experts")
+    if experts and train.precision == "fp16" and math.gcd(plan["dp"], experts) > 1:
         return "Megatron-LM runs no expert parallelism in fp16"
     return None
 

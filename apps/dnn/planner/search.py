@@ -33,9 +33,11 @@ from yewpy.apps.dnn.cost import (
     ZERO3_OVERLAP,
     StageTables,
     Training,
-    expert_allreduce,
+    allreduce,
+    flat_ring,
     hierarchical_allreduce,
     inflight,
+    p2p_sends,
     stage_cost,
     state_bytes_per_param,
     zero3_collectives,
@@ -134,10 +136,10 @@ class PlanSearch(Enumeration):
         self.shapes = self._shapes()
         if not rank:  # only for replaying known plans (sensitivity sweeps)
             return
+        self.floors = [self.memory_floor(i) for i in range(len(self.shapes))]
         self.root_lb = [
-            self._bound_state(i, 0, self.start_counts(i), *self.zero_state(i))
-            if self.memory_floor(i)[0] <= self.memory_floor(i)[1] else math.inf
-            for i in range(len(self.shapes))
+            self._bound_state(i, 0, self.start_counts(i), *self.zero_state(i)) if need <= usable else math.inf
+            for i, (need, usable) in enumerate(self.floors)
         ]
         forms: dict = {}
         for i, sh in enumerate(self.shapes):
@@ -160,7 +162,7 @@ class PlanSearch(Enumeration):
         try:
             order = sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i))
             for sid in order[: tries * self.top]:
-                node: tuple | None = ("s", sid, 0, self.start_counts(sid), *self.zero_state(sid), (), ())
+                node: tuple | None = self.start_node(sid)
                 while node is not None and sum(node[3]):
                     node = next(iter(self._stage_children(node)), None)
                 if node is not None:
@@ -309,6 +311,10 @@ class PlanSearch(Enumeration):
         c = len(self._classes(sid))
         return (0.0,) * c, (0.0,) * c, 0.0
 
+    def start_node(self, sid: int) -> tuple:
+        """Shape ``sid``'s first stage-level node: no blocks placed, every stage left."""
+        return ("s", sid, 0, self.start_counts(sid), *self.zero_state(sid), (), ())
+
     def dp_link(self, sid: int, g: int, t: int) -> tuple:
         sh, eff = self.shapes[sid], self.train.link_efficiency
         gr = self.cluster.groups[g]
@@ -432,8 +438,7 @@ class PlanSearch(Enumeration):
                 yield ("dp", node[1], d)
         elif tag == "dp":
             for sid in self.forms[node[1]][1][node[2]]:
-                zs = self.zero_state(sid)
-                yield ("s", sid, 0, self.start_counts(sid), zs[0], zs[1], zs[2], (), ())
+                yield self.start_node(sid)
         else:
             yield from self._stage_children(node)
 
@@ -619,7 +624,7 @@ class PlanSearch(Enumeration):
             touched_f = 2 * tr.state_bytes / tab.group.hbm_bandwidth / (sh.d if z >= 1 else 1)
             touched_e = 2 * tr.state_bytes / tab.group.hbm_bandwidth / (r if z >= 1 else 1)
             zc[z] = (state, gbuf, touched_f, m_mem, state_e, touched_e)
-        e = {"1f1b": 2.0, "interleaved": 2.0 * sh.v, "kfkb": 2.0 / sh.k, "gpipe": 0.0}[sh.schedule]
+        e = p2p_sends(sh.schedule, sh.v, sh.k)
         dp_one = zero3 = None
         if sh.d > 1:
             link = self.dp_link(sid, gg, t)
@@ -627,13 +632,13 @@ class PlanSearch(Enumeration):
             def dp_one(dense: float, experts: float, link: tuple = link) -> float:
                 out = hierarchical_allreduce(dense * tr.grad_bytes, *link)
                 if experts and r > 1:
-                    out += expert_allreduce(experts * tr.grad_bytes, r, tab.expert_link)
+                    out += allreduce(experts * tr.grad_bytes, r, *tab.expert_ring)
                 return out
 
             def zero3(dense: float, experts: float, blocks: int, link: tuple = link) -> float:
-                out = zero3_collectives(dense, blocks, sh.d, link, tr.weight_bytes)
+                out = zero3_collectives(dense, blocks, sh.d, flat_ring(link), tr.weight_bytes)
                 if experts and r > 1:
-                    out += zero3_collectives(experts, blocks, r, tab.expert_link, tr.weight_bytes)
+                    out += zero3_collectives(experts, blocks, r, tab.expert_ring, tr.weight_bytes)
                 return out
 
         infl = [inflight(sh.schedule, j, sh.p, m_mem, sh.v, sh.k) for j in range(sh.p)]
@@ -690,7 +695,7 @@ class PlanSearch(Enumeration):
         sh, tr = self.shapes[sid], self.train
         hi = lo + k
         j = len(stages)
-        e = {"1f1b": 2.0, "interleaved": 2.0 * sh.v, "kfkb": 2.0 / sh.k, "gpipe": 0.0}[sh.schedule]
+        e = p2p_sends(sh.schedule, sh.v, sh.k)
         newS, newX, newE = list(S), list(X), E
         if sh.mode == "pipe":
             classes = [(g, sh.d, sh.m)]
@@ -741,7 +746,7 @@ class PlanSearch(Enumeration):
         """The time of a leaf's plan (found by another PlanSearch with the same shapes) on this cluster."""
         sid, stages = leaf[1], leaf[7]
         sh = self.shapes[sid]
-        node = ("s", sid, 0, self.start_counts(sid), *self.zero_state(sid), (), ())
+        node = self.start_node(sid)
         tps = {g: t for g, _, t in sh.parts} if sh.mode == "pipe" else {}
         for g, k, rc, z in stages:
             nxt = self.make(sid, node, g, tps.get(g, sh.t), k, rc, z)
@@ -829,7 +834,6 @@ class PlanSearch(Enumeration):
             Xs.append(xc)
         return water_fill(A, Xs, [r for _, r in sh.parts], sh.m) + E
 
-
     def _jensen_terms(self, sid: int, g: int, t: int) -> tuple:
         """The data-parallel all-reduce of shape ``sid`` as latency + per-byte seconds, and ZeRO-3's
         collectives per parameter (None where ZeRO-3 is not allowed), for the bound; cached."""
@@ -840,7 +844,8 @@ class PlanSearch(Enumeration):
             per_byte = hierarchical_allreduce(1.0, *link) - latency
             zero3 = None
             if any(z == 3 for _, z in self._allowed(sid)):
-                zero3 = zero3_collectives(1.0, 0, self.shapes[sid].d, link, self.train.weight_bytes)
+                ring = flat_ring(link)
+                zero3 = zero3_collectives(1.0, 0, self.shapes[sid].d, ring, self.train.weight_bytes)
             hit = self._jensen_cache[sid] = (latency, per_byte, zero3)
         return hit
 
