@@ -4,8 +4,7 @@ The supported families are llama, mistral, mixtral, qwen2, gpt2, gpt_neox, falco
 is a small table of our own, not ``transformers``: a config is read offline, and the planner does not
 pull in a heavy dependency for a few integers. Where the config is silent the family's
 ``transformers`` default is used (``tie_word_embeddings``, ``max_position_embeddings``, ...). Errors
-name the line of the offending key (``jsonfile`` keeps only an object's own line, so this module finds
-the lines of the top-level keys itself).
+name the line of the offending key (``jsonfile`` keeps the line of each member's value).
 
 Where transformer() cannot say it directly, the exact per-layer parameter difference is added to each
 ``layer`` block afterwards (:func:`_add_layer_params`): its ``bias`` flag is all-or-nothing and also
@@ -21,8 +20,6 @@ norm, counted as 2h by transformer() where T5's RMSNorm has h.
 from __future__ import annotations
 
 import json
-import json.decoder
-import re
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -32,7 +29,6 @@ from yewpy.errors import InputError
 
 __all__ = ["FAMILIES", "is_hf_config", "from_hf_config"]
 
-_WS = re.compile(r"[ \t\n\r]*")
 # architectures[0] prefix -> model_type, used only when a config has no "model_type" (old files)
 _ARCHITECTURES = {"LlamaFor": "llama", "MistralFor": "mistral", "MixtralFor": "mixtral", "Qwen2For": "qwen2",
                   "GPT2": "gpt2", "GPTNeoXFor": "gpt_neox", "FalconFor": "falcon", "T5": "t5"}
@@ -45,44 +41,12 @@ def is_hf_config(doc: Any) -> bool:
     return isinstance(doc, dict) and ("model_type" in doc or "architectures" in doc)
 
 
-def _key_lines(path: str) -> dict[str, int]:
-    """The line of each key of the file's top-level object (empty if the file cannot be scanned)."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError):
-        return {}
-    decoder, lines = json.JSONDecoder(), {}
-    pos = _WS.match(text, 0).end()
-    if text[pos:pos + 1] != "{":
-        return {}
-    pos, line, counted = pos + 1, 1, 0
-    try:
-        while True:
-            pos = _WS.match(text, pos).end()
-            if text[pos] != '"':
-                break
-            line += text.count("\n", counted, pos)
-            counted = pos
-            key, pos = json.decoder.scanstring(text, pos + 1)
-            lines[key] = line
-            pos = _WS.match(text, pos).end() + 1  # past the ':'
-            _, pos = decoder.raw_decode(text, _WS.match(text, pos).end())
-            pos = _WS.match(text, pos).end()
-            if text[pos] != ",":
-                break
-            pos += 1
-    except (ValueError, IndexError):
-        pass
-    return lines
-
-
 class _Keys:
     """Typed reads of a config's top-level keys; errors name the key's line (the object's if missing)."""
 
     def __init__(self, path: str, doc: jsonfile.Obj, family: str) -> None:
         self.path, self.doc, self.family = path, doc, family
-        self.lines = _key_lines(path)
+        self.lines = getattr(doc, "key_lines", {})
 
     def line(self, key: str) -> int:
         return self.lines.get(key, getattr(self.doc, "line", 1))

@@ -6,6 +6,7 @@ import json
 import json.decoder
 import json.scanner
 import math
+from bisect import bisect_left
 from typing import Any
 
 from yewpy.errors import InputError
@@ -16,9 +17,11 @@ MAX_NUMBER = 2**53          # the largest value field() takes: beyond it counts 
 
 
 class Obj(dict):
-    """A JSON object that remembers the line its ``{`` is on."""
+    """A JSON object that remembers the line its ``{`` is on, and the line of each member's value
+    (``key_lines``: where a reader's error about that key points)."""
 
     line: int = 1
+    key_lines: dict = {}
 
 
 class _Refused(Exception):
@@ -36,9 +39,12 @@ class _LineDecoder(json.JSONDecoder):
     def __init__(self) -> None:
         super().__init__()
         depth = [0]
+        members: list[list[int]] = []   # per object or array being parsed: where its values start
 
         def value(s: str, idx: int) -> tuple:
             """Every value goes through here (top level, object members, array items)."""
+            if members:
+                members[-1].append(idx)
             if s.startswith(("NaN", "Infinity", "-Infinity"), idx):
                 raise _Refused(idx, "NaN and Infinity are not numbers a file may give")
             number = json.scanner.NUMBER_RE.match(s, idx)
@@ -57,12 +63,15 @@ class _LineDecoder(json.JSONDecoder):
                          object_pairs_hook: Any, memo: Any = None) -> tuple:
             s, end = s_and_end
             nested(end)
+            members.append([])
             try:
                 pairs, new_end = json.decoder.JSONObject(s_and_end, strict, value, None, list, memo)
             finally:
                 depth[0] -= 1
+                starts = members.pop()
             obj = Obj(pairs)
-            obj.line = s.count("\n", 0, end) + 1
+            obj.line = self.line_of(end)
+            obj.key_lines = {key: self.line_of(at) for (key, _), at in zip(pairs, starts)}
             if len(obj) < len(pairs):                       # json keeps the last silently
                 keys = [key for key, _ in pairs]
                 twice = next(key for i, key in enumerate(keys) if key in keys[:i])
@@ -71,15 +80,26 @@ class _LineDecoder(json.JSONDecoder):
 
         def parse_array(s_and_end: tuple, scan_once: Any) -> tuple:
             nested(s_and_end[1])
+            members.append([])
             try:
                 return json.decoder.JSONArray(s_and_end, value)
             finally:
                 depth[0] -= 1
+                members.pop()
 
         self.parse_object = parse_object
         self.parse_array = parse_array
         scanner = json.scanner.py_make_scanner(self)
         self.scan_once = value
+        self.newlines: list[int] = []
+
+    def decode(self, s: str, *args: Any) -> Any:
+        self.newlines = [i for i, c in enumerate(s) if c == "\n"]
+        return super().decode(s, *args)
+
+    def line_of(self, pos: int) -> int:
+        """The 1-based line of offset ``pos`` of the text being decoded."""
+        return bisect_left(self.newlines, pos) + 1
 
 
 def load(path: str) -> Any:
