@@ -129,10 +129,12 @@ class PlanSearch(Enumeration):
         self.tables: dict = {}
         self.costs: dict = {}
         self.opts: dict = {}
+        self._slots_cache: dict = {}
         self._consts: dict = {}
         self._allowed_cache: dict = {}
         self._minmax_cache: dict = {}
         self._jensen_cache: dict = {}
+        self._floors_cache: dict = {}
         self.shapes = self._shapes()
         if not rank:  # only for replaying known plans (sensitivity sweeps)
             return
@@ -364,17 +366,21 @@ class PlanSearch(Enumeration):
         return ("root",)
 
     def children(self, node: tuple) -> Any:
-        if not self.pruning:
+        if not self.pruning or node[0] == "s":  # a stage's children are bounded where they are made
             yield from self._children(node)
             return
         for child in self._children(node):
-            bound = self.bound(child)
-            limit = self.threshold
-            if child[0] == "s":
-                own = self.found.get(child[1], limit)
-                limit = own if own < limit else limit
-            if bound <= limit and bound != math.inf:  # bounds are shrunk: equal times stay
+            if self._promising(child):
                 yield child
+
+    def _promising(self, child: tuple) -> bool:
+        """Whether the child's bound reaches neither the top-K threshold nor its shape's best time."""
+        bound = self.bound(child)
+        limit = self.threshold
+        if child[0] == "s":
+            own = self.found.get(child[1], limit)
+            limit = own if own < limit else limit
+        return bound <= limit and bound != math.inf  # bounds are shrunk: equal times stay
 
     def value(self, node: tuple) -> tuple:
         """A leaf's record ``((seconds, shape, order, leaf),)``; other nodes record nothing."""
@@ -444,6 +450,9 @@ class PlanSearch(Enumeration):
 
     def _allowed(self, sid: int) -> tuple:
         """The (recompute, ZeRO) pairs a stage of shape ``sid`` may take, in the order children use."""
+        hit = self._allowed_cache.get(sid)
+        if hit is not None:
+            return hit
         sh, tr = self.shapes[sid], self.train
         rcs = [sh.rc] if sh.rc else self._recompute_modes()
         zs = [z for z in sorted(tr.zero) if tr.fix.get("zero", z) == z]
@@ -451,76 +460,101 @@ class PlanSearch(Enumeration):
             zs = [0] if (not zs or 0 in zs or "zero" not in tr.fix) else []
         elif 1 in zs and 0 in zs:
             zs.remove(0)  # ZeRO-1 is never slower and always smaller than plain DP
-        return tuple((rc, z) for rc in rcs for z in zs)
+        hit = self._allowed_cache[sid] = tuple((rc, z) for rc in rcs for z in zs)
+        return hit
 
     def _stage_children(self, node: tuple) -> Any:
         _, sid, lo, counts, S, X, E, stages, order = node
-        rank = 0  # the child's place among its siblings before any pruning: its part of ``order``
+        sh = self.shapes[sid]
+        if not any(counts):
+            return
+        pipe = sh.mode == "pipe"
+        j = len(stages)
+        prev = stages[-1][0] if pipe and stages else None
+        combined, pruning, megatron = self.combined_pareto, self.pruning, self.train.megatron_stages
+        div = sh.v if sh.schedule == "interleaved" else 1
+        c1 = sh.m - 1 / div
+        # A child's part of ``order``: its (group, k) slot times the most options a stage can have,
+        # plus its place among that slot's options, so it does not depend on what was pruned.
+        stride = len(self._allowed(sid))
+        for slot, (g, k, newcounts, opts, floor, floors) in enumerate(self._slots(sid, lo, counts, prev)):
+            if megatron and not self._megatron_stage(sh, lo, k, j, stages):
+                continue
+            base = slot * stride
+            if pipe:
+                if pruning:  # the least each term could be: if even that is pruned, every option is
+                    limit = self.found.get(sid, self.threshold)
+                    limit = limit if limit < self.threshold else self.threshold
+                    a, x, c = floor
+                    s_lb, x_lb, ev = floors
+                    x = max(X[0], x, x_lb)
+                    steady = c1 * x + (c if c > E else E)
+                    if ((S[0] + a + s_lb) / div + (ev if ev > steady else steady)) * SAFETY > limit:
+                        continue
+                kids = [(a, x if x > X[0] else X[0], c if c > E else E, rc, z) for a, x, c, rc, z in opts]
+                if combined and len(kids) > 1:
+                    kids = pareto_scalar(kids)
+                for i, (a, x, c, rc, z) in enumerate(kids):
+                    child = ("s", sid, lo + k, newcounts, (S[0] + a,), (x,), c, stages + ((g, k, rc, z),),
+                             order + (base + i,))
+                    if pruning and not self._promising(child):
+                        continue  # bounded before the memo: what it would dominate is pruned too
+                    if self.memo_on and self._dominated(child):
+                        continue
+                    yield child
+            else:
+                kids = [
+                    (tuple(s + a for s, a in zip(S, av)), tuple(x if x > y else y for x, y in zip(bv, X)),
+                     c if c > E else E, rc, z)
+                    for av, bv, c, rc, z in opts
+                ]
+                if combined and len(kids) > 1:
+                    kids = pareto_vector(kids)
+                for i, (s2, x2, c, rc, z) in enumerate(kids):
+                    child = ("s", sid, lo + k, newcounts, s2, x2, c, stages + ((0, k, rc, z),),
+                             order + (base + i,))
+                    if pruning and not self._promising(child):
+                        continue
+                    if self.memo_on and self._dominated(child):
+                        continue
+                    yield child
+
+    def _slots(self, sid: int, lo: int, counts: tuple, prev: int | None) -> list:
+        """The next stage's choices from blocks ``lo`` with ``counts`` stages left, in child order:
+        (group, k blocks, counts after, its options, the least of each option term (pipe), the
+        floors of the blocks after it). Fastest group first, k by discrepancy from the group's
+        share of the rest. Depends only on the arguments, so cached."""
+        key = (sid, lo, counts, prev)
+        hit = self._slots_cache.get(key)
+        if hit is not None:
+            return hit
         sh = self.shapes[sid]
         q = sum(counts)
-        if q == 0:
-            return
-        minblocks = sh.v
         R = self.n - lo
-        j = len(stages)
+        j = sh.p - q
         if sh.mode == "pipe":
-            gs = [(g, t) for (g, _, t), c in zip(sh.parts, counts) if c > 0]
             rates = {g: self.table(g, t, sh.d, sh.b).rate for g, _, t in sh.parts}
             cap = sum(c * rates[g] for (g, _, _), c in zip(sh.parts, counts))
-            options = [(g, t, max(1, round(R * rates[g] / cap))) for g, t in gs]
-            options.sort(key=lambda o: -rates[o[0]])
-            prev = stages[-1][0] if stages else None
+            choices = [(g, max(1, round(R * rates[g] / cap)))
+                       for (g, _, _), c in zip(sh.parts, counts) if c > 0]
+            choices.sort(key=lambda o: -rates[o[0]])
         else:
-            options = [(None, sh.t, max(1, round(R / q)))]
-            prev = None
-        combined = self.combined_pareto
-        hi_max = self.n - (q - 1) * minblocks
-        for g, _, share in options:
+            choices = [(None, max(1, round(R / q)))]
+        hi_max = self.n - (q - 1) * sh.v
+        hit = []
+        for g, share in choices:
             if sh.mode == "pipe":
                 i = [pg for pg, _, _ in sh.parts].index(g)
                 newcounts = counts[:i] + (counts[i] - 1,) + counts[i + 1 :]
             else:
                 newcounts = (counts[0] - 1,)
-            ks = [R] if q == 1 else _discrepancy(share, minblocks, hi_max - lo)
-            if self.train.megatron_stages:
-                ks = [k for k in ks if self._megatron_stage(sh, lo, k, j, stages)]
-            for k in ks:
+            for k in [R] if q == 1 else _discrepancy(share, sh.v, hi_max - lo):
                 opts = self._stage_options(sid, g, lo, lo + k, j, prev)
-                if not opts:
-                    continue
-                if sh.mode == "pipe":
-                    kids = [
-                        (a, x if x > X[0] else X[0], c if c > E else E, rc, z) for a, x, c, rc, z in opts
-                    ]
-                    if combined and len(kids) > 1:
-                        kids = pareto_scalar(kids)
-                    for a, x, c, rc, z in kids:
-                        child = ("s", sid, lo + k, newcounts, (S[0] + a,), (x,), c, stages + ((g, k, rc, z),),
-                                 order + (rank,))
-                        rank += 1
-                        if self.memo_on and self._dominated(child):
-                            continue
-                        yield child
-                else:
-                    kids = [
-                        (
-                            tuple(s + a for s, a in zip(S, av)),
-                            tuple(x if x > y else y for x, y in zip(bv, X)),
-                            c if c > E else E,
-                            rc,
-                            z,
-                        )
-                        for av, bv, c, rc, z in opts
-                    ]
-                    if combined and len(kids) > 1:
-                        kids = pareto_vector(kids)
-                    for s2, x2, c, rc, z in kids:
-                        child = ("s", sid, lo + k, newcounts, s2, x2, c, stages + ((0, k, rc, z),),
-                                 order + (rank,))
-                        rank += 1
-                        if self.memo_on and self._dominated(child):
-                            continue
-                        yield child
+                if opts:
+                    floor = tuple(min(o[t] for o in opts) for t in range(3)) if sh.mode == "pipe" else None
+                    hit.append((g, k, newcounts, opts, floor, self._floors(sid, lo + k, newcounts)))
+        self._slots_cache[key] = hit
+        return hit
 
     def _megatron_stage(self, sh: Shape, lo: int, k: int, j: int, stages: tuple) -> bool:
         """Megatron-LM's stage rule for blocks [lo, lo + k) as stage ``j``: at least one transformer
@@ -550,9 +584,7 @@ class PlanSearch(Enumeration):
         The arithmetic of :func:`stage_cost` for all (recompute, ZeRO) pairs at once, with the
         per-(shape, group) constants hoisted (``_class_consts``); a test checks it against stage_cost."""
         sh = self.shapes[sid]
-        allowed = self._allowed_cache.get(sid)
-        if allowed is None:
-            allowed = self._allowed_cache[sid] = self._allowed(sid)
+        allowed = self._allowed(sid)
         if sh.mode == "pipe":
             classes = ((g, prev),)
         else:
@@ -784,55 +816,76 @@ class PlanSearch(Enumeration):
         return self._bound_state(sid, lo, counts, S, X, E) * SAFETY
 
     def _bound_state(self, sid: int, lo: int, counts: tuple, S: tuple, X: tuple, E: float) -> float:
+        """A lower bound on the time of every completion of the state: the state's own sums and
+        maxima joined with the remaining blocks' floors (``_bound_floors``). It never decreases in S,
+        X or E, so a state the bound prunes also prunes every state it dominates."""
         sh = self.shapes[sid]
-        q = sum(counts)
-        R = self.n - lo
-        div = sh.v if sh.schedule == "interleaved" else 1
+        floors = self._floors(sid, lo, counts)
         if sh.mode == "pipe":
-            live = [(g, t, c) for (g, _, t), c in zip(sh.parts, counts) if c > 0]
-            if q == 0:
-                s_lb, x_lb = 0.0, 0.0
-            elif len(live) == 1:
-                tab = self.table(live[0][0], live[0][1], sh.d, sh.b)
-                total = tab.time["none"][self.n] - tab.time["none"][lo]
-                s_lb = total
-                x_lb = max(total / q, tab.sorted_time[-(-R // q)] if R <= self.n else 0.0)
-                if q > 1 and x_lb > X[0]:
-                    x_lb = self._minmax(tab, lo, q, x_lb)
-                c1 = sh.m - 1 / div
-                tr = self.train
-                if sh.d > 1 and c1 >= 1:
-                    # Some remaining stage j has c1 tau_j + exposed_j >= f(average stage), f convex
-                    # (Jensen) and below every ZeRO stage's cost: c1 tau + max(0, DP - 2/3 tau) for
-                    # ZeRO 0-2, c1 (tau + max(0, C3 - o tau)) for ZeRO-3; with ZeRO-3 allowed f takes
-                    # the smaller slope of DP and c1 C3 in the parameters (no latency) and the larger of
-                    # 2/3 and c1 o in tau (docs/dnn.md).
-                    dense = (tab.dense[self.n] - tab.dense[lo]) / q / tab.t
-                    latency, per_byte, zero3 = self._jensen_terms(sid, live[0][0], live[0][1])
-                    avg = total / q
-                    if zero3 is None:
-                        dp, hide = latency + per_byte * dense * tr.grad_bytes, 2 / 3
-                    else:
-                        dp = min(per_byte * dense * tr.grad_bytes, c1 * zero3 * dense)
-                        hide = max(2 / 3, c1 * ZERO3_OVERLAP)
-                    ev = c1 * avg + max(0.0, dp - avg * hide)
-                    steady = c1 * max(X[0], x_lb) + E
-                    return (S[0] + s_lb) / div + (ev if ev > steady else steady)
-            else:
-                tabs = [(self.table(g, t, sh.d, sh.b), c) for g, t, c in live]
-                work = tabs[0][0].work[self.n] - tabs[0][0].work[lo]
-                s_lb = work / max(tab.rate for tab, _ in tabs)
-                x_lb = work / sum(tab.rate * c for tab, c in tabs)
-            return (S[0] + s_lb) / div + (sh.m - 1 / div) * max(X[0], x_lb) + E
+            s_lb, x_lb, ev = floors
+            div = sh.v if sh.schedule == "interleaved" else 1
+            steady = (sh.m - 1 / div) * (X[0] if X[0] > x_lb else x_lb) + E
+            return (S[0] + s_lb) / div + (ev if ev > steady else steady)
         A, Xs = [], []
-        for c, (g, _) in enumerate(sh.parts):
-            tab = self.table(g, sh.t, sh.d, sh.b)
-            total = tab.time["none"][self.n] - tab.time["none"][lo] if q else 0.0
-            x_lb = max(total / q, tab.sorted_time[-(-R // q)]) if q else 0.0
-            xc = max(X[c], x_lb)
+        for c, (total, x_lb) in enumerate(floors):
+            xc = X[c] if X[c] > x_lb else x_lb
             A.append(S[c] + total - xc)
             Xs.append(xc)
         return water_fill(A, Xs, [r for _, r in sh.parts], sh.m) + E
+
+    def _floors(self, sid: int, lo: int, counts: tuple) -> tuple:
+        """What the remaining blocks [lo, n) on ``counts`` stages add at least, whatever the state:
+        pipe (sum of their times, largest stage, the Jensen floor of the slowest stage's steady and
+        data-parallel time or -inf); hap (sum, largest stage) per class. Cached."""
+        key = (sid, lo, counts)
+        hit = self._floors_cache.get(key)
+        if hit is None:
+            hit = self._floors_cache[key] = self._remaining_floors(sid, lo, counts)
+        return hit
+
+    def _remaining_floors(self, sid: int, lo: int, counts: tuple) -> tuple:
+        sh = self.shapes[sid]
+        q = sum(counts)
+        R = self.n - lo
+        if sh.mode == "pipe":
+            live = [(g, t, c) for (g, _, t), c in zip(sh.parts, counts) if c > 0]
+            if q == 0:
+                return 0.0, 0.0, -math.inf
+            if len(live) > 1:
+                tabs = [(self.table(g, t, sh.d, sh.b), c) for g, t, c in live]
+                work = tabs[0][0].work[self.n] - tabs[0][0].work[lo]
+                fastest, together = max(tab.rate for tab, _ in tabs), sum(tab.rate * c for tab, c in tabs)
+                return work / fastest, work / together, -math.inf
+            tab = self.table(live[0][0], live[0][1], sh.d, sh.b)
+            total = tab.time["none"][self.n] - tab.time["none"][lo]
+            x_lb = max(total / q, tab.sorted_time[-(-R // q)] if R <= self.n else 0.0)
+            if q > 1:
+                x_lb = self._minmax(tab, lo, q, x_lb)
+            div = sh.v if sh.schedule == "interleaved" else 1
+            c1 = sh.m - 1 / div
+            ev = -math.inf
+            if sh.d > 1 and c1 >= 1:
+                # Some remaining stage j has c1 tau_j + exposed_j >= f(average stage), f convex
+                # (Jensen) and below every ZeRO stage's cost: c1 tau + max(0, DP - 2/3 tau) for
+                # ZeRO 0-2, c1 (tau + max(0, C3 - o tau)) for ZeRO-3; with ZeRO-3 allowed f takes
+                # the smaller slope of DP and c1 C3 in the parameters (no latency) and the larger of
+                # 2/3 and c1 o in tau (docs/dnn.md). The state's E and X only raise the steady term.
+                dense = (tab.dense[self.n] - tab.dense[lo]) / q / tab.t
+                latency, per_byte, zero3 = self._jensen_terms(sid, live[0][0], live[0][1])
+                avg = total / q
+                if zero3 is None:
+                    dp, hide = latency + per_byte * dense * self.train.grad_bytes, 2 / 3
+                else:
+                    dp = min(per_byte * dense * self.train.grad_bytes, c1 * zero3 * dense)
+                    hide = max(2 / 3, c1 * ZERO3_OVERLAP)
+                ev = c1 * avg + max(0.0, dp - avg * hide)
+            return total, x_lb, ev
+        out = []
+        for g, _ in sh.parts:
+            tab = self.table(g, sh.t, sh.d, sh.b)
+            total = tab.time["none"][self.n] - tab.time["none"][lo] if q else 0.0
+            out.append((total, max(total / q, tab.sorted_time[-(-R // q)]) if q else 0.0))
+        return tuple(out)
 
     def _jensen_terms(self, sid: int, g: int, t: int) -> tuple:
         """The data-parallel all-reduce of shape ``sid`` as latency + per-byte seconds, and ZeRO-3's
