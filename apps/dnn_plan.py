@@ -27,6 +27,7 @@ FIX_KEYS = {
     "tp": int,
     "pp": int,
     "dp": int,
+    "ep": int,
     "mb": int,
     "v": int,
     "schedule": str,
@@ -170,6 +171,9 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
         raise UsageError("--global-batch must be positive")
     check_ranges(args)
     fix = parse_fix(args.fix or "")
+    if fix.get("ep", 1) > 1 and not any(blk.experts for blk in model.blocks):
+        raise UsageError(f"--fix ep={fix['ep']}: {model.name} has no experts "
+                         "(expert parallelism is for MoE models)")
     conflict = heads_not_divided(model, fix["tp"]) if "tp" in fix else None
     if conflict:
         raise UsageError(f"--fix tp={fix['tp']}: the tensor-parallel degree must divide the model's "
@@ -231,7 +235,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fix",
         default=None,
-        help="pin dimensions: tp=8,pp=8,dp=..,mb=..,v=..,schedule=..,recompute=..,zero=..",
+        help="pin dimensions: tp=8,pp=8,dp=..,ep=..,mb=..,v=..,schedule=..,recompute=..,zero=..",
     )
     parser.add_argument("--top", type=int, default=3, help="report the K best shapes (default 3)")
     parser.add_argument("--exhaustive", action="store_true", help="same tree without the bound (slow)")
@@ -273,11 +277,13 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     result = plan(model, cluster, train, top=args.top, exhaustive=args.exhaustive, **params)
     x, p = result.extras, result.extras["plan"]
     pred = x["predicted"]
+    moe = any(blk.experts for blk in model.blocks)
     lines = [
         f"Model {model.name} ({model.params / 1e9:.2f}B parameters) on {cluster.describe()}, "
         f"B={train.global_batch}, s={train.seq}",
-        f"Plan: {p['mode']} tp={p['tp']} pp={p['pp']} dp={p['dp']} microbatch={p['microbatch']} "
-        f"schedule={p['schedule']}"
+        f"Plan: {p['mode']} tp={p['tp']} pp={p['pp']} dp={p['dp']}"
+        + (f" ep={p['ep']}" if moe else "")
+        + f" microbatch={p['microbatch']} schedule={p['schedule']}"
         + (f" v={p['interleave']}" if p["schedule"] == "interleaved" else "")
         + (f" k={p['group_size']}" if p["schedule"] == "kfkb" else ""),
         f"Predicted: {pred['iteration_seconds']:.4f} s/iteration, {pred['tflops_per_gpu']:.1f} TFLOP/s per "
@@ -292,7 +298,8 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
         )
     for i, alt in enumerate(x["top"][1:], 2):
         lines.append(
-            f"#{i}: tp={alt['tp']} pp={alt['pp']} dp={alt['dp']} mb={alt['microbatch']} "
+            f"#{i}: tp={alt['tp']} pp={alt['pp']} dp={alt['dp']}" + (f" ep={alt['ep']}" if moe else "")
+            + f" mb={alt['microbatch']} "
             f"{alt['schedule']} {alt['iteration_seconds']:.4f} s"
         )
     if x["sensitivity"]:

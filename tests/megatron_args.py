@@ -4,8 +4,6 @@ refuse raises ``Refused`` with the launcher's reason; the result is the plan the
 
 from __future__ import annotations
 
-import math
-
 VALUED = {"--num-layers", "--hidden-size", "--num-attention-heads", "--ffn-hidden-size", "--num-query-groups",
           "--seq-length", "--max-position-embeddings", "--position-embedding-type",
           "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--micro-batch-size",
@@ -129,4 +127,4 @@ def plan_view(plan: dict, model_meta: dict, precision: str, sequence_parallel: b
             "interleave": plan["interleave"] if plan["schedule"] == "interleaved" else 1, "layers": layers,
             "recompute": plan["stages"][0]["recompute"], "zero": max(s["zero"] for s in plan["stages"]),
             "precision": precision, "sequence_parallel": sequence_parallel and plan["tp"] > 1,
-            "experts": experts, "ep": math.gcd(plan["dp"], experts) if experts else 1}
+            "experts": experts, "ep": plan["ep"]}

@@ -36,7 +36,8 @@ CASES = [
 # Without --launcher, what Megatron-LM cannot run in the free optimum of each case (others read back)
 MIXED = "its stages recompute differently, and Megatron-LM's recomputation is one setting for all"
 REFUSED = {
-    "megatron-145.6b": MIXED, "gpt3-175b": MIXED, "llama2-70b": MIXED, "mixtral-8x7b": MIXED,
+    "megatron-145.6b": MIXED, "gpt3-175b": MIXED, "llama2-70b": MIXED,
+    "mixtral-8x7b": "Megatron-LM interleaves only with more than 2 pipeline stages",
     "megatron-7.5b": "its stage layer counts [13, 12, 11] are not first, equal middle stages and last, "
                      "each at least one layer and a multiple of v=4",
     "megatron-18.4b": "Megatron-LM interleaves only with more than 2 pipeline stages",

@@ -319,6 +319,47 @@ def test_expert_state_and_gradients_live_on_the_expert_replicas():
     assert cost.exposed == pytest.approx(max(0.0, grads - cost.tau * 2 / 3) + touched, rel=1e-12)
 
 
+@pytest.mark.parametrize("cluster, batch", [("dgx-a100-80g:8x8", 256), ("dgx-a100-80g:2x8", 64)])
+def test_expert_parallelism_is_searched(cluster, batch):
+    """ep is a search dimension: the free plan's time is the least of the searches with ep fixed to
+    each divisor of gcd(d, E), and the free plan names the ep it was costed with (Mixtral, E = 8)."""
+    model, cl = load_model("mixtral-8x7b"), load_cluster(cluster)
+    free = plan(model, cl, Training(batch, 4096), top=1)
+    fixed = {ep: plan(model, cl, Training(batch, 4096, fix={"ep": ep}), top=1) for ep in (1, 2, 4, 8)}
+    assert free.objective == min(r.objective for r in fixed.values())
+    chosen = free.extras["plan"]["ep"]
+    assert fixed[chosen].objective == free.objective
+    assert all(r.extras["plan"]["ep"] == ep for ep, r in fixed.items() if not math.isinf(r.objective))
+    assert free.extras["plan"]["dp"] % chosen == 0 and 8 % chosen == 0
+    assert len({r.objective for r in fixed.values()}) > 1          # the choice matters
+
+
+def test_an_all_to_all_across_nodes_costs_more():
+    """The ep ranks of an all-to-all are t apart: within a node while ep * t <= 8, over the network
+    beyond. The same MoE block at ep = 8 costs more time at t = 2 (16 ranks span) than ep = 4."""
+    model = transformer("moe", layers=2, hidden=4096, heads=32, vocab=32000, seq=4096, experts=8, top_k=2)
+    group = load_cluster("dgx-a100-80g:4x8").groups[0]
+    train = Training(256, 4096)
+
+    def a2a_share(ep: int) -> float:
+        tab = StageTables(model, group, 2, 16, 1, train, ep_group_inter=True, ep=ep)
+        dense = StageTables(model, group, 2, 16, 1, train, ep_group_inter=True, ep=1)
+        return (tab.time["none"][2] - tab.time["none"][1]) - (dense.time["none"][2] - dense.time["none"][1])
+
+    intra, inter = a2a_share(4), a2a_share(8)
+    assert 0 < intra < inter
+    assert inter / intra > group.intra_bandwidth / group.inter_bandwidth / 2   # bandwidth-bound
+
+
+def test_expert_parallelism_needs_experts():
+    argv = ["dnn-plan", "--model", "megatron-1.7b", "--cluster", "dgx-a100-80g:1x8", "--global-batch", "64",
+            "--fix", "ep=2"]
+    out = subprocess.run([*yewpy_cmd(), *argv], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr == ("yewpy: error: --fix ep=2: megatron-1.7b has no experts "
+                          "(expert parallelism is for MoE models)\n")
+
+
 def test_every_coordination_same_plan():
     model, cluster = load_model("megatron-1.7b"), load_cluster("dgx-a100-80g:1x8+dgx-v100-32g:2x4")
     train = Training(64, 2048)

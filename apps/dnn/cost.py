@@ -172,7 +172,8 @@ class StageTables:
     """
 
     def __init__(
-        self, model: Model, group: DeviceGroup, t: int, d: int, b: int, train: Training, ep_group_inter: bool
+        self, model: Model, group: DeviceGroup, t: int, d: int, b: int, train: Training, ep_group_inter: bool,
+        ep: int = 0,
     ) -> None:
         s = train.seq
         rates = [t * gemm_efficiency(train.eta, train.eta_h0, blk.boundary) * group.peak_flops
@@ -205,12 +206,14 @@ class StageTables:
                                             group.inter_bandwidth * eff, lat, group.inter_latency)
             elif t > 1:
                 ar = allreduce(2.0 * b * s * blk.boundary, t, intra, lat)
-            ep = math.gcd(d, blk.experts) if blk.experts else 1  # divides both, as launchers require
+            # the expert-parallel degree (0: the largest, gcd(d, E)); it divides both, as launchers require
+            ep_blk = (ep or math.gcd(d, blk.experts)) if blk.experts else 1
             a2a = 0.0
-            if blk.a2a and ep > 1:
-                bw = group.inter_bandwidth * eff if ep_group_inter else intra
-                l2 = group.inter_latency if ep_group_inter else lat
-                a2a = (ep - 1) * l2 + (ep - 1) / ep * 2.0 * b * s * blk.a2a / t / bw
+            if blk.a2a and ep_blk > 1:  # the ep ranks of an all-to-all are t apart in the data-parallel group
+                across = ep_blk * t > group.gpus_per_node
+                bw = group.inter_bandwidth * eff if across else intra
+                l2 = group.inter_latency if across else lat
+                a2a = (ep_blk - 1) * l2 + (ep_blk - 1) / ep_blk * 2.0 * b * s * blk.a2a / t / bw
             for rc in RECOMPUTE:
                 fl = 3 * f + extra[rc]
                 n_ar = 2 * blk.tp_allreduces + (blk.tp_allreduces if rc == "full" else 0)
@@ -224,12 +227,12 @@ class StageTables:
                 )
             self.block_time.append(self.time["none"][i + 1] - self.time["none"][i])
             work.append(3 * f)
-            local = blk.params - blk.expert_params + blk.expert_params / ep
+            local = blk.params - blk.expert_params + blk.expert_params / ep_blk
             self.params[i + 1] = self.params[i] + local
             self.dense[i + 1] = self.dense[i] + blk.params - blk.expert_params
-            self.expert[i + 1] = self.expert[i] + blk.expert_params / ep
+            self.expert[i + 1] = self.expert[i] + blk.expert_params / ep_blk
             if blk.experts:
-                self.expert_replicas = d // ep
+                self.expert_replicas = d // ep_blk
             biggest_act = max(biggest_act, blk.activation_bytes(b, s, t, train.sequence_parallel, "none"))
             biggest_params = max(biggest_params, local)
         self.work = [0.0]

@@ -23,7 +23,7 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
         entries = []
         for gg, reps in [(g, sh.d)] if sh.mode == "pipe" else sh.parts:
             t = sh.t if sh.mode == "hap" else dict((pg, pt) for pg, _, pt in sh.parts)[gg]
-            tab = search.table(gg, t, sh.d, sh.b)
+            tab = search.table(gg, t, sh)
             cost = stage_cost(
                 tab,
                 lo,
@@ -76,6 +76,7 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
         "tp": tps[0] if len(tps) == 1 else tps,
         "pp": sh.p,
         "dp": sh.d,
+        "ep": sh.ep,
         "microbatch": sh.b,
         "microbatches": sh.m if sh.mode == "pipe" else shares,
         "schedule": sh.schedule,
@@ -110,7 +111,7 @@ def _stage_flops(search: PlanSearch, sh: Shape, stages: tuple) -> list[float]:
     out = []
     g0 = sh.parts[0][0]
     t0 = sh.t if sh.mode == "hap" else sh.parts[0][2]
-    tab = search.table(g0, t0, sh.d, sh.b)
+    tab = search.table(g0, t0, sh)
     for lo, (_, k, rc, _) in zip(_starts(stages), stages):
         out.append(tab.flops[rc][lo + k] - tab.flops[rc][lo])
     return out

@@ -10,7 +10,6 @@ run the chosen one says why instead of printing arguments.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 from yewpy.apps.dnn.cost import Training
@@ -32,6 +31,11 @@ def restrict(train: Training, launcher: str) -> Training:
                         schedules=tuple(s for s in train.schedules if s in MEGATRON_SCHEDULES),
                         uniform_recompute=True, hap=False, one_tp=True, interleave_min_pp=3,
                         megatron_stages=True)
+        if train.precision == "fp16":  # Megatron-LM's MoE layers need bf16 for expert parallelism
+            if train.fix.get("ep", 1) != 1:
+                raise UsageError("--launcher megatron: Megatron-LM runs no expert parallelism in fp16 "
+                                 "(--fix ep=1, or train in bf16)")
+            train = replace(train, fix=dict(train.fix, ep=1))
         what = "ZeRO stage (Megatron-LM's distributed optimizer is ZeRO-1)"
     elif launcher == "deepspeed":
         if train.fix.get("pp", 1) != 1 or train.fix.get("tp", 1) != 1:
@@ -89,8 +93,7 @@ def megatron_refusal(plan: dict, model: Model, train: Training) -> str | None:
     if min(layers) < 1 or any(k % v for k in layers) or len(set(layers[1:-1])) > 1:
         return (f"its stage layer counts {layers} are not first, equal middle stages and last, each at least "
                 f"one layer{f' and a multiple of v={v}' if v > 1 else ''}")
-    experts = model.meta.get("experts")
-    if experts and train.precision == "fp16" and math.gcd(plan["dp"], experts) > 1:
+    if plan.get("ep", 1) > 1 and train.precision == "fp16":
         return "Megatron-LM runs no expert parallelism in fp16"
     return None
 
@@ -140,7 +143,7 @@ def megatron_arguments(plan: dict, model: Model, train: Training) -> list[str]:
         args.append("--use-distributed-optimizer")
     if meta.get("experts"):
         args += ["--num-experts", meta["experts"], "--moe-router-topk", meta["top_k"],
-                 "--expert-model-parallel-size", math.gcd(plan["dp"], meta["experts"])]
+                 "--expert-model-parallel-size", plan["ep"]]
     return [str(a) for a in args]
 
 

@@ -66,6 +66,7 @@ class Shape:
     v: int = 1
     k: int = 1
     rc: str = ""  # the one recomputation mode of every stage, when the launcher needs one (else "")
+    ep: int = 1  # expert-parallel degree (MoE models): a divisor of gcd(d, experts)
 
     def form(self) -> tuple:
         if self.mode == "pipe":
@@ -178,11 +179,17 @@ class PlanSearch(Enumeration):
         """A lower bound on the model-state bytes (weights, gradients, optimizer state) on the fullest
         GPU of any plan of shape ``sid`` at its most sharded ZeRO stage, and the most usable memory
         its GPUs have: the shape is infeasible when the first is larger. Some stage j holds at least
-        the parameters x t_j / sum(t) (the average), so a GPU holds parameters / sum(t)."""
+        the parameters x t_j / sum(t) (the average), so a GPU holds parameters / sum(t); expert
+        parameters are further split over ep ranks and their ZeRO state over d/ep replicas."""
         sh, tr = self.shapes[sid], self.train
         zeros = [z for _, z in self._allowed(sid)] or [0]
-        state = min(state_bytes_per_param(z, sh.d, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
-                    for z in zeros)
+        experts = sum(blk.expert_params for blk in self.model.blocks)
+
+        def per_param(z: int, replicas: int) -> float:
+            return state_bytes_per_param(z, replicas, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
+
+        state_bytes = min((self.model.params - experts) * per_param(z, sh.d)
+                          + experts * per_param(z, sh.d // sh.ep) / sh.ep for z in zeros)
         if sh.mode == "pipe":
             width = sum(stages * t for _, stages, t in sh.parts)
             groups = [g for g, _, _ in sh.parts]
@@ -190,7 +197,7 @@ class PlanSearch(Enumeration):
             width = sh.p * sh.t
             groups = [g for g, _ in sh.parts]
         usable = max(tr.usable(self.cluster.groups[g]) for g in groups)
-        return self.model.params * state / width, usable
+        return state_bytes / width, usable
 
     # -- shapes ----------------------------------------------------------------------------------
 
@@ -281,6 +288,10 @@ class PlanSearch(Enumeration):
                     out.append(Shape(mode, parts, p, d, t, b, m, sched))
         if tr.uniform_recompute:
             out = [replace(sh, rc=rc) for sh in out for rc in self._recompute_modes()]
+        experts = math.gcd(*(blk.experts for blk in self.model.blocks))
+        if experts:  # MoE: every expert-parallel degree that divides d and every MoE block's experts
+            eps = [e for e in divisors(math.gcd(d, experts)) if fix.get("ep", e) == e]
+            out = [replace(sh, ep=e) for sh in out for e in eps]
         return out
 
     def _recompute_modes(self) -> list[str]:
@@ -289,12 +300,14 @@ class PlanSearch(Enumeration):
 
     # -- per-shape data ----------------------------------------------------------------------------
 
-    def table(self, g: int, t: int, d: int, b: int) -> StageTables:
-        key = (g, t, d, b)
+    def table(self, g: int, t: int, sh: Shape) -> StageTables:
+        """Group ``g``'s per-block prefix tables at TP ``t`` for shape ``sh`` (its d, b and ep); cached."""
+        key = (g, t, sh.d, sh.b, sh.ep)
         tab = self.tables.get(key)
         if tab is None:
             gr = self.cluster.groups[g]
-            tab = StageTables(self.model, gr, t, d, b, self.train, ep_group_inter=d * t > gr.gpus_per_node)
+            tab = StageTables(self.model, gr, t, sh.d, sh.b, self.train,
+                              ep_group_inter=sh.d * t > gr.gpus_per_node, ep=sh.ep)
             self.tables[key] = tab
         return tab
 
@@ -533,7 +546,7 @@ class PlanSearch(Enumeration):
         R = self.n - lo
         j = sh.p - q
         if sh.mode == "pipe":
-            rates = {g: self.table(g, t, sh.d, sh.b).rate for g, _, t in sh.parts}
+            rates = {g: self.table(g, t, sh).rate for g, _, t in sh.parts}
             cap = sum(c * rates[g] for (g, _, _), c in zip(sh.parts, counts))
             choices = [(g, max(1, round(R * rates[g] / cap)))
                        for (g, _, _), c in zip(sh.parts, counts) if c > 0]
@@ -645,7 +658,7 @@ class PlanSearch(Enumeration):
             return hit
         sh, tr = self.shapes[sid], self.train
         t = self._tp(sid, gg)
-        tab = self.table(gg, t, sh.d, sh.b)
+        tab = self.table(gg, t, sh)
         m_mem = sh.m if sh.mode == "pipe" else sh.p
         zc = {}
         r = tab.expert_replicas
@@ -740,7 +753,7 @@ class PlanSearch(Enumeration):
             cost = self.costs.get(ckey)
             if cost is None:  # a stage's cost depends only on the key: many nodes share it
                 cost = self.costs[ckey] = stage_cost(
-                    self.table(gg, t, sh.d, sh.b),
+                    self.table(gg, t, sh),
                     lo,
                     hi,
                     rc,
@@ -852,11 +865,11 @@ class PlanSearch(Enumeration):
             if q == 0:
                 return 0.0, 0.0, -math.inf
             if len(live) > 1:
-                tabs = [(self.table(g, t, sh.d, sh.b), c) for g, t, c in live]
+                tabs = [(self.table(g, t, sh), c) for g, t, c in live]
                 work = tabs[0][0].work[self.n] - tabs[0][0].work[lo]
                 fastest, together = max(tab.rate for tab, _ in tabs), sum(tab.rate * c for tab, c in tabs)
                 return work / fastest, work / together, -math.inf
-            tab = self.table(live[0][0], live[0][1], sh.d, sh.b)
+            tab = self.table(live[0][0], live[0][1], sh)
             total = tab.time["none"][self.n] - tab.time["none"][lo]
             x_lb = max(total / q, tab.sorted_time[-(-R // q)] if R <= self.n else 0.0)
             if q > 1:
@@ -882,7 +895,7 @@ class PlanSearch(Enumeration):
             return total, x_lb, ev
         out = []
         for g, _ in sh.parts:
-            tab = self.table(g, sh.t, sh.d, sh.b)
+            tab = self.table(g, sh.t, sh)
             total = tab.time["none"][self.n] - tab.time["none"][lo] if q else 0.0
             out.append((total, max(total / q, tab.sorted_time[-(-R // q)]) if q else 0.0))
         return tuple(out)
