@@ -27,6 +27,7 @@ FIX_KEYS = {
     "tp": int,
     "pp": int,
     "dp": int,
+    "cp": int,
     "ep": int,
     "mb": int,
     "v": int,
@@ -34,6 +35,7 @@ FIX_KEYS = {
     "recompute": str,
     "zero": int,
 }
+LONG_SEQUENCE = 16384  # from this sequence length on, context parallelism is searched by default
 SWEEP = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0, 2.0, 4.0, 8.0, 16.0)
 
 
@@ -154,7 +156,7 @@ def check_ranges(args: argparse.Namespace) -> None:
         if not (math.isfinite(value) and (value > low if open_low else value >= low) and value <= high):
             side = "(" if open_low else "["
             raise UsageError(f"{flag} must be in {side}{low:g}, {high:g}], got {value}")
-    for flag, value in (("--seq", args.seq), ("--max-tp", args.max_tp)):
+    for flag, value in (("--seq", args.seq), ("--max-tp", args.max_tp), ("--max-cp", args.max_cp)):
         if value is not None and value < 1:
             raise UsageError(f"{flag} must be a positive integer, got {value}")
 
@@ -174,6 +176,16 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
     if fix.get("ep", 1) > 1 and not any(blk.experts for blk in model.blocks):
         raise UsageError(f"--fix ep={fix['ep']}: {model.name} has no experts "
                          "(expert parallelism is for MoE models)")
+    seq = args.seq or model.seq
+    max_cp = (1 if seq < LONG_SEQUENCE else 32) if args.max_cp is None else args.max_cp
+    if fix.get("cp", 1) > 1:
+        cp = fix["cp"]
+        if any(blk.experts for blk in model.blocks):
+            raise UsageError(f"--fix cp={cp}: context parallelism is not planned for MoE models")
+        if seq % (2 * cp):
+            raise UsageError(f"--fix cp={cp}: the sequence ({seq} tokens) must split into 2 x cp equal "
+                             "chunks (Megatron-LM's load-balanced causal split)")
+        max_cp = max(max_cp, cp)
     conflict = heads_not_divided(model, fix["tp"]) if "tp" in fix else None
     if conflict:
         raise UsageError(f"--fix tp={fix['tp']}: the tensor-parallel degree must divide the model's "
@@ -188,7 +200,7 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
     weight = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0}[precision]
     train = Training(
         global_batch=args.global_batch,
-        seq=args.seq or model.seq,
+        seq=seq,
         weight_bytes=weight,
         grad_bytes=args.grad_bytes,
         optimizer_bytes=args.optimizer_bytes,
@@ -199,6 +211,7 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
         zero=listed(args.zero, (0, 1, 2, 3), "zero", int),
         schedules=listed(args.schedules, SCHEDULES, "schedules"),
         max_tp=args.max_tp,
+        max_cp=max_cp,
         memory_fraction=args.memory_fraction,
         fix=fix,
         precision=precision,
@@ -235,7 +248,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fix",
         default=None,
-        help="pin dimensions: tp=8,pp=8,dp=..,ep=..,mb=..,v=..,schedule=..,recompute=..,zero=..",
+        help="pin dimensions: tp=8,pp=8,dp=..,cp=..,ep=..,mb=..,v=..,schedule=..,recompute=..,zero=..",
     )
     parser.add_argument("--top", type=int, default=3, help="report the K best shapes (default 3)")
     parser.add_argument("--exhaustive", action="store_true", help="same tree without the bound (slow)")
@@ -251,6 +264,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schedules", default=",".join(SCHEDULES), help="allowed pipeline schedules")
     parser.add_argument("--no-sp", action="store_true", help="no sequence parallelism with TP")
     parser.add_argument("--max-tp", type=int, default=8, help="largest tensor-parallel degree")
+    parser.add_argument("--max-cp", type=int, default=None,
+                        help=f"largest context-parallel degree (default: 1 below {LONG_SEQUENCE} tokens, "
+                             "else 32; dense models only)")
     parser.add_argument(
         "--eta", type=float, default=DEFAULT_ETA, help="achieved fraction of peak FLOP/s for wide GEMMs"
     )
@@ -282,7 +298,7 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
         f"Model {model.name} ({model.params / 1e9:.2f}B parameters) on {cluster.describe()}, "
         f"B={train.global_batch}, s={train.seq}",
         f"Plan: {p['mode']} tp={p['tp']} pp={p['pp']} dp={p['dp']}"
-        + (f" ep={p['ep']}" if moe else "")
+        + (f" cp={p['cp']}" if p["cp"] > 1 else "") + (f" ep={p['ep']}" if moe else "")
         + f" microbatch={p['microbatch']} schedule={p['schedule']}"
         + (f" v={p['interleave']}" if p["schedule"] == "interleaved" else "")
         + (f" k={p['group_size']}" if p["schedule"] == "kfkb" else ""),
@@ -298,7 +314,9 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
         )
     for i, alt in enumerate(x["top"][1:], 2):
         lines.append(
-            f"#{i}: tp={alt['tp']} pp={alt['pp']} dp={alt['dp']}" + (f" ep={alt['ep']}" if moe else "")
+            f"#{i}: tp={alt['tp']} pp={alt['pp']} dp={alt['dp']}"
+            + (f" cp={alt['cp']}" if alt["cp"] > 1 else "")
+            + (f" ep={alt['ep']}" if moe else "")
             + f" mb={alt['microbatch']} "
             f"{alt['schedule']} {alt['iteration_seconds']:.4f} s"
         )

@@ -10,7 +10,7 @@ VALUED = {"--num-layers", "--hidden-size", "--num-attention-heads", "--ffn-hidde
           "--global-batch-size", "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
           "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
           "--recompute-granularity", "--recompute-method", "--recompute-num-layers", "--num-experts",
-          "--moe-router-topk", "--expert-model-parallel-size"}
+          "--moe-router-topk", "--expert-model-parallel-size", "--context-parallel-size"}
 SWITCHES = {"--bf16", "--fp16", "--sequence-parallel", "--use-distributed-optimizer", "--swiglu",
             "--disable-bias-linear", "--untie-embeddings-and-output-weights", "--group-query-attention"}
 
@@ -40,8 +40,11 @@ def megatron(argv: list[str], world: int) -> dict:
             i += 1
     num = {k: int(v) for k, v in args.items() if isinstance(v, str) and v.lstrip("-").isdigit()}
     tp, pp = num.get("--tensor-model-parallel-size", 1), num.get("--pipeline-model-parallel-size", 1)
-    _check(world % (tp * pp) == 0, "world size not divisible by tp * pp")
-    dp, layers = world // (tp * pp), num["--num-layers"]
+    cp = num.get("--context-parallel-size", 1)
+    _check(world % (tp * pp * cp) == 0, "world size not divisible by tp * pp * cp")
+    dp, layers = world // (tp * pp * cp), num["--num-layers"]
+    # get_batch_on_this_cp_rank cuts every sequence into 2 * cp chunks (load-balanced causal attention)
+    _check(num["--seq-length"] % (2 * cp) == 0 or cp == 1, "seq_length must be divisible by 2 * cp")
     _check(not (args.get("--bf16") and args.get("--fp16")), "fp16 and bf16 both set")
     _check(num["--num-attention-heads"] % tp == 0, "num_attention_heads must be divisible by tp")
     if args.get("--group-query-attention"):
@@ -95,9 +98,10 @@ def megatron(argv: list[str], world: int) -> dict:
         ep = num.get("--expert-model-parallel-size", 1)
         _check(experts % ep == 0 and dp % ep == 0, "experts and dp must be divisible by ep")
         _check(not (ep > 1 and args.get("--fp16")), "Expert parallelism is not supported with fp16 training")
-    return {"tp": tp, "pp": pp, "dp": dp, "microbatch": mb, "microbatches": m,
+    return {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "microbatch": mb, "microbatches": m,
             "schedule": "interleaved" if vpp else "1f1b", "interleave": vpp or 1, "layers": stage_layers,
-            "recompute": recompute, "zero": 1 if args.get("--use-distributed-optimizer") and dp > 1 else 0,
+            "recompute": recompute,
+            "zero": 1 if args.get("--use-distributed-optimizer") and dp * cp > 1 else 0,  # over dp x cp
             "precision": "bf16" if args.get("--bf16") else "fp16" if args.get("--fp16") else "fp32",
             "sequence_parallel": bool(args.get("--sequence-parallel")) and tp > 1,
             "experts": experts, "ep": num.get("--expert-model-parallel-size", 1) if experts else 1}
@@ -122,7 +126,8 @@ def plan_view(plan: dict, model_meta: dict, precision: str, sequence_parallel: b
     n = plan["stages"][-1]["blocks"][1]
     layers = [hi - lo - (lo == 0) - (hi == n) for lo, hi in (s["blocks"] for s in plan["stages"])]
     experts = model_meta.get("experts", 0)
-    return {"tp": plan["tp"], "pp": plan["pp"], "dp": plan["dp"], "microbatch": plan["microbatch"],
+    return {"tp": plan["tp"], "pp": plan["pp"], "dp": plan["dp"], "cp": plan["cp"],
+            "microbatch": plan["microbatch"],
             "microbatches": plan["microbatches"], "schedule": plan["schedule"],
             "interleave": plan["interleave"] if plan["schedule"] == "interleaved" else 1, "layers": layers,
             "recompute": plan["stages"][0]["recompute"], "zero": max(s["zero"] for s in plan["stages"]),

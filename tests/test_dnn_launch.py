@@ -64,6 +64,32 @@ def test_megatron_arguments_read_back_as_the_plan(case):
     assert built["layers"] and sum(built["layers"]) == model.meta["layers"]
 
 
+@pytest.mark.parametrize("launcher", ["megatron", "none"])
+def test_context_parallel_plans_read_back(launcher):
+    """Llama-3-8B at 32k tokens on 64 H100s: the plan splits sequences over cp ranks, and Megatron-LM's
+    --context-parallel-size (world = tp x pp x cp x dp) builds exactly that plan."""
+    model = load_model("llama3-8b")
+    train = restrict(Training(64, 32768, fix={}, precision="bf16", max_cp=32), launcher)
+    result = plan(model, load_cluster("dgx-h100-80g:8x8"), train, top=1)
+    best, gpus = result.extras["plan"], result.extras["predicted"]["gpus"]
+    assert best["cp"] > 1 and best["tp"] * best["pp"] * best["cp"] * best["dp"] == gpus
+    try:
+        argv = megatron_arguments(best, model, train)
+    except CannotExpress:
+        assert launcher == "none"
+        return
+    assert megatron_args.megatron(argv, gpus) == megatron_args.plan_view(best, model.meta, train.precision)
+    assert deepspeed_refused(best)
+
+
+def deepspeed_refused(best: dict) -> bool:
+    try:
+        deepspeed_config(best, Training(64, 32768))
+    except CannotExpress:
+        return True
+    return False
+
+
 def test_the_issue_case_builds_the_virtual_stages_it_chose():
     """145.6B, v = 4: 10 layers per stage gave Megatron-LM v = 5; now every stage is a multiple of 4."""
     model, train, best, gpus = chosen(*CASES[0], launcher="megatron")

@@ -360,6 +360,79 @@ def test_expert_parallelism_needs_experts():
                           "(expert parallelism is for MoE models)\n")
 
 
+def dnn_json(*argv: str) -> dict:
+    out = subprocess.run([*yewpy_cmd(), "dnn-plan", *argv, "--json", "--quiet"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_long_sequences_split_over_context_parallel_ranks():
+    """The issue's case: Llama-3-8B at 256k tokens fell back to tp8 pp8 dp1. From 16k tokens on the CLI
+    searches context parallelism: the plan splits each sequence over cp ranks and is faster than the
+    best plan without it."""
+    argv = ["--model", "llama3-8b", "--cluster", "dgx-h100-80g:8x8", "--global-batch", "64",
+            "--seq", "262144"]
+    free, without = dnn_json(*argv), dnn_json(*argv, "--max-cp", "1")
+    assert without["plan"]["cp"] == 1 and without["plan"]["tp"] == 8
+    best = free["plan"]
+    assert best["cp"] > 1 and 262144 % (2 * best["cp"]) == 0
+    assert free["objective"] < without["objective"] / 2
+
+
+@pytest.mark.parametrize("layers, cluster, batch, mem", [
+    (4, "dgx-a100-80g:2x4", 8, 0.9), (6, "dgx-a100-80g:1x8", 16, 0.3), (3, "dgx-v100-16g:2x4", 8, 0.6)])
+def test_bnb_equals_exhaustive_with_context_parallelism(layers, cluster, batch, mem):
+    model = transformer("long", layers=layers, hidden=2048, heads=16, vocab=32000, seq=16384)
+    train = Training(batch, 16384, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2), max_cp=8)
+    search = PlanSearch(model, load_cluster(cluster), train)
+    assert any(sh.c > 1 for sh in search.shapes)
+    bnb = search.search(prune_level=False)
+    exhaustive = ExhaustivePlanSearch(model, load_cluster(cluster), train).search(prune_level=False)
+    if exhaustive.objective is None or math.isinf(exhaustive.objective):
+        assert bnb.objective is None or math.isinf(bnb.objective)
+    else:
+        assert bnb.objective == pytest.approx(exhaustive.objective, rel=1e-12)
+
+
+def test_a_context_parallel_rank_holds_a_cth_of_the_work():
+    """c ranks share every sequence: each computes 1/c of the FLOPs, keeps s/c tokens' activations
+    (attending to all s), and waits for K/V only where the attention core cannot hide the ring."""
+    model = transformer("long", layers=2, hidden=4096, heads=32, vocab=32000, seq=65536, kv_heads=8)
+    group = load_cluster("dgx-h100-80g:1x8").groups[0]
+    blk = model.blocks[1]
+    for seq, hidden_ring in ((65536, True), (1024, False)):
+        train = Training(8, seq, sequence_parallel=False)
+        one = StageTables(model, group, 1, 1, 1, train, ep_group_inter=False)
+        four = StageTables(model, group, 1, 1, 1, train, ep_group_inter=False, c=4)
+        for rc in ("none", "selective", "full"):
+            whole = one.flops[rc][2] - one.flops[rc][1]
+            assert four.flops[rc][2] - four.flops[rc][1] == pytest.approx(whole / 4)
+        assert four.act["none"][2] - four.act["none"][1] == pytest.approx(
+            blk.activation_bytes(1, seq / 4, 1, False, "none", context=seq))
+        compute = (one.time["none"][2] - one.time["none"][1]) / 4
+        if hidden_ring:
+            assert four.time["none"][2] - four.time["none"][1] == pytest.approx(compute)
+        else:
+            assert four.time["none"][2] - four.time["none"][1] > compute * 1.01
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--model", "llama3-8b", "--seq", "4096", "--fix", "cp=3"],
+     "--fix cp=3: the sequence (4096 tokens) must split into 2 x cp equal chunks (Megatron-LM's "
+     "load-balanced causal split)"),
+    (["--model", "mixtral-8x7b", "--fix", "cp=2"],
+     "--fix cp=2: context parallelism is not planned for MoE models"),
+    (["--model", "llama3-8b", "--max-cp", "0"], "--max-cp must be a positive integer, got 0"),
+    (["--model", "llama3-8b", "--fix", "cp=2", "--launcher", "deepspeed"],
+     "--launcher deepspeed plans pure data parallelism: no context parallelism (cp=1)"),
+])
+def test_context_parallel_options_are_checked(argv, message):
+    argv += ["--cluster", "dgx-a100-80g:2x8", "--global-batch", "64"]
+    out = subprocess.run([*yewpy_cmd(), "dnn-plan", *argv], capture_output=True, text=True)
+    assert (out.returncode, out.stderr) == (2, f"yewpy: error: {message}\n")
+
+
 def test_every_coordination_same_plan():
     model, cluster = load_model("megatron-1.7b"), load_cluster("dgx-a100-80g:1x8+dgx-v100-32g:2x4")
     train = Training(64, 2048)

@@ -49,6 +49,7 @@ class Training:
     interleave: tuple = (2, 4)  # v for the interleaved schedule
     group_sizes: tuple = (2, 4)  # k for kFkB
     max_tp: int = 8
+    max_cp: int = 1  # largest context-parallel degree (1: none)
     memory_fraction: float = 0.9  # usable = fraction * capacity - reserve
     memory_reserve: float = 2 * GIB
     fix: dict = field(default_factory=dict)
@@ -173,14 +174,19 @@ class StageTables:
 
     def __init__(
         self, model: Model, group: DeviceGroup, t: int, d: int, b: int, train: Training, ep_group_inter: bool,
-        ep: int = 0,
+        ep: int = 0, c: int = 1,
     ) -> None:
-        s = train.seq
+        # Context parallelism: each of c ranks holds s/c tokens of every sequence and attends to all s
+        # (ring attention, load-balanced causal chunks): FLOPs and activations per rank fall by c,
+        # and the K/V chunks go round the ring, hidden behind the attention core where they can be.
+        context = train.seq
+        s = context / c
         rates = [t * gemm_efficiency(train.eta, train.eta_h0, blk.boundary) * group.peak_flops
                  for blk in model.blocks]
         eff = train.link_efficiency
         intra, lat = group.intra_bandwidth * eff, group.intra_latency
-        self.t, self.d, self.b, self.group = t, d, b, group
+        self.t, self.b, self.c, self.group = t, b, c, group
+        self.d = d * c  # the ranks that all-reduce these gradients and share ZeRO state: data x context
         n = len(model.blocks)
         self.time = {rc: [0.0] * (n + 1) for rc in RECOMPUTE}
         self.flops = {rc: [0.0] * (n + 1) for rc in RECOMPUTE}
@@ -197,8 +203,16 @@ class StageTables:
         biggest_act = biggest_params = 0.0
         for i, blk in enumerate(model.blocks):
             rate = rates[i]
-            f = blk.forward_flops(b, s)
-            extra = {"none": 0.0, "selective": blk.attention_flops(b, s), "full": f}
+            f = blk.forward_flops(b, context) / c
+            attention = blk.attention_flops(b, context) / c
+            extra = {"none": 0.0, "selective": attention, "full": f}
+            ring = 0.0  # one pass's K/V exchange not hidden behind its attention core
+            if c > 1 and blk.kv:
+                across = c * t > group.gpus_per_node  # the c ranks are t apart, as TP is innermost
+                bw = group.inter_bandwidth * eff if across else intra
+                l2 = group.inter_latency if across else lat
+                chunk = b * s * blk.kv * train.weight_bytes / t
+                ring = max(0.0, (c - 1) * (l2 + chunk / bw) - attention / rate)
             ar = 0.0
             if t > group.gpus_per_node:  # TP across nodes: in the node, then over the network
                 g = group.gpus_per_node
@@ -219,11 +233,12 @@ class StageTables:
                 n_ar = 2 * blk.tp_allreduces + (blk.tp_allreduces if rc == "full" else 0)
                 n_a2a = 4 + (2 if rc == "full" else 0)
                 self.flops[rc][i + 1] = self.flops[rc][i] + fl
+                n_ring = 3 + (1 if rc == "full" else 0)  # forward, backward (K/V and their gradients)
                 self.time[rc][i + 1] = (
-                    self.time[rc][i] + fl / rate + n_ar * ar + (n_a2a * a2a if blk.a2a else 0)
+                    self.time[rc][i] + fl / rate + n_ar * ar + (n_a2a * a2a if blk.a2a else 0) + n_ring * ring
                 )
                 self.act[rc][i + 1] = self.act[rc][i] + blk.activation_bytes(
-                    b, s, t, train.sequence_parallel, rc
+                    b, s, t, train.sequence_parallel, rc, context
                 )
             self.block_time.append(self.time["none"][i + 1] - self.time["none"][i])
             work.append(3 * f)
@@ -233,7 +248,8 @@ class StageTables:
             self.expert[i + 1] = self.expert[i] + blk.expert_params / ep_blk
             if blk.experts:
                 self.expert_replicas = d // ep_blk
-            biggest_act = max(biggest_act, blk.activation_bytes(b, s, t, train.sequence_parallel, "none"))
+            act = blk.activation_bytes(b, s, t, train.sequence_parallel, "none", context)
+            biggest_act = max(biggest_act, act)
             biggest_params = max(biggest_params, local)
         self.work = [0.0]
         for w in work:
@@ -316,7 +332,7 @@ def stage_cost(
     p2p = 0.0
     if p2p_link is not None:
         bw, lat = p2p_link
-        p2p = lat + 2.0 * b * train.seq * tab.boundaries[hi - 1] / t / bw
+        p2p = lat + 2.0 * b * train.seq / tab.c * tab.boundaries[hi - 1] / t / bw
     return StageCost(tau, p2p, exposed, memory, tab.flops[rc][hi] - tab.flops[rc][lo])
 
 

@@ -61,6 +61,7 @@ class Block:
     expert_params: float = 0.0      # the part of params held by experts (sharded over expert parallel)
     experts: int = 0                # number of experts (0: dense)
     a2a: float = 0.0                # elements per token of each MoE all-to-all (4 per micro-batch)
+    kv: float = 0.0                 # K and V elements per token (what context parallelism passes round)
 
     def forward_flops(self, b: float, s: float) -> float:
         """Forward FLOPs of a micro-batch of ``b`` sequences of length ``s``."""
@@ -71,12 +72,14 @@ class Block:
         return b * s * s * self.flops_per_token_sq
 
     def activation_bytes(self, b: float, s: float, t: int = 1, sp: bool = False,
-                         recompute: str = "none") -> float:
-        """Bytes this block stores per in-flight micro-batch (Korthikanti Table 2)."""
+                         recompute: str = "none", context: float | None = None) -> float:
+        """Bytes this block stores per in-flight micro-batch of ``s`` tokens per sequence (Korthikanti
+        Table 2), attending to ``context`` tokens (default ``s``; more under context parallelism)."""
         if recompute == "full":
             return 2.0 * b * s * self.boundary / (t if sp else 1)
         rep = self.act_replicated / (t if sp else 1)
-        attn = 0.0 if recompute == "selective" else self.act_attention * s / t
+        keys = s if context is None else context
+        attn = 0.0 if recompute == "selective" else self.act_attention * keys / t
         return b * s * (rep + self.act_sharded / t + attn)
 
 
@@ -142,7 +145,7 @@ def transformer(name: str, layers: int, hidden: int, heads: int, vocab: int, seq
         return Block(label, params, flops, (8 if cross else 4) * a_dim, rep, sh,
                      5 * heads * (2 if cross else 1), h, 3 if cross else 2,
                      expert_params=expert_w * experts if moe else 0, experts=experts,
-                     a2a=h * top_k if moe else 0)
+                     a2a=h * top_k if moe else 0, kv=2 * kv_dim)
 
     embed_params = vocab * h + (seq * h if positions else 0) + patch_params
     blocks = [Block("embedding", embed_params, 2 * patch_params / max(seq, 1), 0, h + 8, 0, 0, h, 1)]
@@ -199,7 +202,7 @@ MAX_PARAMS = float(2**53)   # parameters a model file may describe (the largest 
 BLOCK_KEYS = {"name": str, "params": float, "flops_per_token": float, "flops_per_token_sq": float,
               "act_replicated": float, "act_sharded": float, "act_attention": float, "boundary": float,
               "tp_allreduces": int, "tied": bool, "expert_params": float, "experts": int, "a2a": float,
-              "repeat": int}
+              "kv": float, "repeat": int}
 TRANSFORMER_KEYS = {"layers": int, "hidden": int, "heads": int, "vocab": int, "seq": int, "ffn": int,
                     "kv_heads": int, "swiglu": bool, "bias": bool, "tied": bool, "positions": bool,
                     "head_dim": int, "experts": int, "top_k": int, "decoder_layers": int, "classes": int,

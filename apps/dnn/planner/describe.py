@@ -64,8 +64,8 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
         )
         lo += k
     if sh.mode == "pipe":
-        gpus = sh.d * sum(s * t for _, s, t in sh.parts)
-        executed = sum(_stage_flops(search, sh, stages)) * sh.d * sh.m
+        gpus = sh.replicas * sum(s * t for _, s, t in sh.parts)
+        executed = sum(_stage_flops(search, sh, stages)) * sh.replicas * sh.m  # per context rank x c
     else:
         gpus = sh.p * sh.t * sh.d
         executed = sum(_stage_flops(search, sh, stages)) * tr.global_batch / sh.b
@@ -76,6 +76,7 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
         "tp": tps[0] if len(tps) == 1 else tps,
         "pp": sh.p,
         "dp": sh.d,
+        "cp": sh.c,
         "ep": sh.ep,
         "microbatch": sh.b,
         "microbatches": sh.m if sh.mode == "pipe" else shares,

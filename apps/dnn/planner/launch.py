@@ -42,7 +42,10 @@ def restrict(train: Training, launcher: str) -> Training:
             raise UsageError("--launcher deepspeed plans pure data parallelism (pp=1, tp=1): DeepSpeed's "
                              "engine runs no tensor parallelism and its pipeline engine needs the model "
                              "rewritten as a PipelineModule; use --launcher megatron or none")
-        train = replace(train, launcher=launcher, fix=dict(train.fix, pp=1, tp=1), schedules=("1f1b",),
+        if train.fix.get("cp", 1) != 1:
+            raise UsageError("--launcher deepspeed plans pure data parallelism: "
+                             "no context parallelism (cp=1)")
+        train = replace(train, launcher=launcher, fix=dict(train.fix, pp=1, tp=1, cp=1), schedules=("1f1b",),
                         recompute=tuple(r for r in train.recompute if r != "selective"),
                         uniform_recompute=True, hap=False)
         what = "recomputation mode (DeepSpeed checkpoints whole layers: none or full)"
@@ -99,7 +102,7 @@ def megatron_refusal(plan: dict, model: Model, train: Training) -> str | None:
 
 
 def megatron_arguments(plan: dict, model: Model, train: Training) -> list[str]:
-    """``pretrain_gpt.py`` arguments for ``plan`` on ``tp * pp * dp`` GPUs (CannotExpress if none)."""
+    """``pretrain_gpt.py`` arguments for ``plan`` on ``tp * pp * cp * dp`` GPUs (CannotExpress if none)."""
     why = megatron_refusal(plan, model, train)
     if why:
         raise CannotExpress(why)
@@ -123,6 +126,8 @@ def megatron_arguments(plan: dict, model: Model, train: Training) -> list[str]:
         args.append(f"--{train.precision}")
     if tp > 1 and train.sequence_parallel:
         args.append("--sequence-parallel")
+    if plan.get("cp", 1) > 1:
+        args += ["--context-parallel-size", plan["cp"]]
     layers = _stage_layers(plan)
     uneven = len(set(layers)) > 1
     if uneven:
@@ -154,6 +159,8 @@ def deepspeed_refusal(plan: dict) -> str | None:
     if plan["tp"] != 1 or plan["pp"] != 1:
         return ("it uses tensor or pipeline parallelism: DeepSpeed's engine runs no TP, and its pipeline "
                 "engine needs a PipelineModule and refuses ZeRO-2/3")
+    if plan.get("cp", 1) > 1:
+        return "it splits sequences over context-parallel ranks, which DeepSpeed's engine does not"
     if plan["stages"][0]["recompute"] == "selective":
         return "DeepSpeed checkpoints whole layers (no selective recomputation)"
     return None

@@ -67,6 +67,13 @@ class Shape:
     k: int = 1
     rc: str = ""  # the one recomputation mode of every stage, when the launcher needs one (else "")
     ep: int = 1  # expert-parallel degree (MoE models): a divisor of gcd(d, experts)
+    c: int = 1  # context-parallel degree: each sequence split over c ranks (pipe mode, dense models)
+
+    @property
+    def replicas(self) -> int:
+        """Ranks that hold the same parameters, all-reduce their gradients and share ZeRO state: the
+        data-parallel ranks times the context-parallel ones (Megatron-LM's data-context group)."""
+        return self.d * self.c
 
     def form(self) -> tuple:
         if self.mode == "pipe":
@@ -188,7 +195,7 @@ class PlanSearch(Enumeration):
         def per_param(z: int, replicas: int) -> float:
             return state_bytes_per_param(z, replicas, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
 
-        state_bytes = min((self.model.params - experts) * per_param(z, sh.d)
+        state_bytes = min((self.model.params - experts) * per_param(z, sh.replicas)
                           + experts * per_param(z, sh.d // sh.ep) / sh.ep for z in zeros)
         if sh.mode == "pipe":
             width = sum(stages * t for _, stages, t in sh.parts)
@@ -220,17 +227,19 @@ class PlanSearch(Enumeration):
                 if p > self.n or fix.get("pp", p) != p:
                     continue
                 widths = [c[1] for c in combo]
-                for d in divisors(math.gcd(*widths)):
-                    ts = [w // d for w in widths]
+                room = math.gcd(*widths)  # ranks per stage and group that d, cp and t share
+                for d, cp in [(dd, cp) for dd in divisors(room) for cp in self._context_degrees(room // dd)]:
+                    ts = [w // (d * cp) for w in widths]
                     if tr.one_tp and len(set(ts)) > 1:
                         continue
-                    if any(not self.tp_fits(t) or not aligned(t, groups[g].gpus_per_node)
+                    if any(not self.tp_fits(t) or not aligned(t * cp, groups[g].gpus_per_node)
                            for g, t in zip(subset, ts)):
                         continue
                     if fix.get("dp", d) != d or any(fix.get("tp", t) != t for t in ts):
                         continue
                     parts = tuple((g, c[0], t) for g, c, t in zip(subset, combo, ts))
-                    out += self._schedules("pipe", parts, p, d, 0, tr.global_batch)
+                    shapes = self._schedules("pipe", parts, p, d, 0, tr.global_batch)
+                    out += [replace(sh, c=cp) for sh in shapes] if cp > 1 else shapes
             # hap mode: replicas of whole pipelines on different groups
             if len(subset) < 2 or not tr.hap:
                 continue
@@ -254,6 +263,16 @@ class PlanSearch(Enumeration):
                         if fix.get("dp", d) == d:
                             out += self._schedules("hap", tuple(reps), p, d, t, tr.global_batch)
         return out
+
+    def _context_degrees(self, room: int) -> list[int]:
+        """The context-parallel degrees a pipeline shape may take when ``room`` ranks per stage and
+        replica are left for TP and CP: divisors of ``room`` up to ``--max-cp``, for dense models,
+        splitting the sequence into 2c equal chunks (Megatron-LM's load-balanced causal split)."""
+        tr = self.train
+        if tr.max_cp == 1 or any(blk.experts for blk in self.model.blocks):
+            return [1] if tr.fix.get("cp", 1) == 1 else []
+        return [c for c in divisors(room)
+                if c <= tr.max_cp and (c == 1 or tr.seq % (2 * c) == 0) and tr.fix.get("cp", c) == c]
 
     def _schedules(self, mode: str, parts: tuple, p: int, d: int, t: int, B: int) -> list[Shape]:
         tr, fix = self.train, self.train.fix
@@ -302,12 +321,12 @@ class PlanSearch(Enumeration):
 
     def table(self, g: int, t: int, sh: Shape) -> StageTables:
         """Group ``g``'s per-block prefix tables at TP ``t`` for shape ``sh`` (its d, b and ep); cached."""
-        key = (g, t, sh.d, sh.b, sh.ep)
+        key = (g, t, sh.d, sh.b, sh.ep, sh.c)
         tab = self.tables.get(key)
         if tab is None:
             gr = self.cluster.groups[g]
             tab = StageTables(self.model, gr, t, sh.d, sh.b, self.train,
-                              ep_group_inter=sh.d * t > gr.gpus_per_node, ep=sh.ep)
+                              ep_group_inter=sh.d * t > gr.gpus_per_node, ep=sh.ep, c=sh.c)
             self.tables[key] = tab
         return tab
 
@@ -333,8 +352,8 @@ class PlanSearch(Enumeration):
     def dp_link(self, sid: int, g: int, t: int) -> tuple:
         sh, eff = self.shapes[sid], self.train.link_efficiency
         gr = self.cluster.groups[g]
-        if sh.mode == "pipe":
-            d = sh.d
+        if sh.mode == "pipe":  # the data x context group, its ranks t apart (TP innermost)
+            d = sh.replicas
             k1 = d if d * t <= gr.gpus_per_node else max(1, gr.gpus_per_node // t)
             return (
                 k1,
@@ -369,7 +388,7 @@ class PlanSearch(Enumeration):
         if prev != g:
             bw, lat = self.cluster.link(self.cluster.groups[prev], gr)
             return bw * eff, lat
-        if sh.d * t >= gr.gpus_per_node:
+        if sh.replicas * t >= gr.gpus_per_node:
             return gr.inter_bandwidth * eff, gr.inter_latency
         return gr.intra_bandwidth * eff, gr.intra_latency
 
@@ -469,7 +488,7 @@ class PlanSearch(Enumeration):
         sh, tr = self.shapes[sid], self.train
         rcs = [sh.rc] if sh.rc else self._recompute_modes()
         zs = [z for z in sorted(tr.zero) if tr.fix.get("zero", z) == z]
-        if sh.d == 1:
+        if sh.replicas == 1:
             zs = [0] if (not zs or 0 in zs or "zero" not in tr.fix) else []
         elif 1 in zs and 0 in zs:
             zs.remove(0)  # ZeRO-1 is never slower and always smaller than plain DP
@@ -663,15 +682,15 @@ class PlanSearch(Enumeration):
         zc = {}
         r = tab.expert_replicas
         for z in (0, 1, 2, 3):
-            state = state_bytes_per_param(z, sh.d, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
+            state = state_bytes_per_param(z, sh.replicas, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
             state_e = state_bytes_per_param(z, r, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
             gbuf = tab.gather_buffer / t * tr.weight_bytes if z == 3 else 0.0
-            touched_f = 2 * tr.state_bytes / tab.group.hbm_bandwidth / (sh.d if z >= 1 else 1)
+            touched_f = 2 * tr.state_bytes / tab.group.hbm_bandwidth / (sh.replicas if z >= 1 else 1)
             touched_e = 2 * tr.state_bytes / tab.group.hbm_bandwidth / (r if z >= 1 else 1)
             zc[z] = (state, gbuf, touched_f, m_mem, state_e, touched_e)
         e = p2p_sends(sh.schedule, sh.v, sh.k)
         dp_one = zero3 = None
-        if sh.d > 1:
+        if sh.replicas > 1:
             link = self.dp_link(sid, gg, t)
 
             def dp_one(dense: float, experts: float, link: tuple = link) -> float:
@@ -681,7 +700,7 @@ class PlanSearch(Enumeration):
                 return out
 
             def zero3(dense: float, experts: float, blocks: int, link: tuple = link) -> float:
-                out = zero3_collectives(dense, blocks, sh.d, flat_ring(link), tr.weight_bytes)
+                out = zero3_collectives(dense, blocks, sh.replicas, flat_ring(link), tr.weight_bytes)
                 if experts and r > 1:
                     out += zero3_collectives(experts, blocks, r, tab.expert_ring, tr.weight_bytes)
                 return out
@@ -691,7 +710,7 @@ class PlanSearch(Enumeration):
         link2 = self._p2p_link(sid, before, gg, t)
         if link2 is not None:
             bw, lat = link2
-            p2p_c = (lat, 2.0 * sh.b * tr.seq / t / bw)
+            p2p_c = (lat, 2.0 * sh.b * tr.seq / sh.c / t / bw)
         out = (tab, tr.usable(self.cluster.groups[gg]), zc, e, dp_one, zero3, infl, p2p_c)
         self._consts[key] = out
         return out
@@ -877,7 +896,7 @@ class PlanSearch(Enumeration):
             div = sh.v if sh.schedule == "interleaved" else 1
             c1 = sh.m - 1 / div
             ev = -math.inf
-            if sh.d > 1 and c1 >= 1:
+            if sh.replicas > 1 and c1 >= 1:
                 # Some remaining stage j has c1 tau_j + exposed_j >= f(average stage), f convex
                 # (Jensen) and below every ZeRO stage's cost: c1 tau + max(0, DP - 2/3 tau) for
                 # ZeRO 0-2, c1 (tau + max(0, C3 - o tau)) for ZeRO-3; with ZeRO-3 allowed f takes
@@ -911,7 +930,7 @@ class PlanSearch(Enumeration):
             zero3 = None
             if any(z == 3 for _, z in self._allowed(sid)):
                 ring = flat_ring(link)
-                zero3 = zero3_collectives(1.0, 0, self.shapes[sid].d, ring, self.train.weight_bytes)
+                zero3 = zero3_collectives(1.0, 0, self.shapes[sid].replicas, ring, self.train.weight_bytes)
             hit = self._jensen_cache[sid] = (latency, per_byte, zero3)
         return hit
 
