@@ -9,7 +9,9 @@ Stable API (the fusion app builds on it):
   length; ``Model.params`` the parameter count (tied copies counted once);
   ``Model.forward_flops(b, s)`` the forward FLOPs of one micro-batch of ``b`` sequences.
 - ``Block.params`` (parameters, a count), ``Block.forward_flops(b, s)``, ``Block.activation_bytes(b,
-  s, t, sp, recompute)``, ``Block.boundary`` (elements per token passed to the next block).
+  s, t, sp, recompute, context)``, ``Block.boundary`` (elements per token passed to the next block),
+  ``Block.kv`` (K and V elements per token, what context parallelism passes round its ring; a block
+  file without it is costed as if its attention needed no exchange).
 
 All activation coefficients are bytes for 16-bit training (Korthikanti et al. 2022, §4):
 a block keeps ``b*s*(act_replicated + act_sharded/t + act_attention*s/t)`` bytes per micro-batch
