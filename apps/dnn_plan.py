@@ -14,7 +14,14 @@ from dataclasses import replace
 from typing import Any
 
 from yewpy.apps.dnn.cluster import Cluster, load_cluster
-from yewpy.apps.dnn.cost import DEFAULT_ETA, DEFAULT_ETA_H0, RECOMPUTE, SCHEDULES, Training
+from yewpy.apps.dnn.cost import (
+    DEFAULT_ETA,
+    DEFAULT_ETA_H0,
+    DEFAULT_PASS_OVERHEAD,
+    RECOMPUTE,
+    SCHEDULES,
+    Training,
+)
 from yewpy.apps.dnn.models import Model, load_model
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, describe, heads_not_divided
 from yewpy.apps.dnn.planner.adagrouper import ada_grouper, read_trace
@@ -150,6 +157,7 @@ def check_ranges(args: argparse.Namespace) -> None:
     for flag, value, low, high, open_low in (
             ("--eta", args.eta, 0.0, 1.0, True),                  # a share of peak FLOP/s
             ("--eta-h0", args.eta_h0, 0.0, math.inf, False),
+            ("--pass-overhead", args.pass_overhead, 0.0, 1e6, False),
             ("--memory-fraction", args.memory_fraction, 0.0, 1.0, True),
             ("--grad-bytes", args.grad_bytes, 0.0, 64.0, False),
             ("--optimizer-bytes", args.optimizer_bytes, 0.0, 64.0, False)):
@@ -206,6 +214,7 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
         optimizer_bytes=args.optimizer_bytes,
         eta=args.eta,
         eta_h0=args.eta_h0,
+        pass_overhead=args.pass_overhead * 1e-6,
         sequence_parallel=not args.no_sp,
         recompute=listed(args.recompute, RECOMPUTE, "recompute"),
         zero=listed(args.zero, (0, 1, 2, 3), "zero", int),
@@ -270,6 +279,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--eta", type=float, default=DEFAULT_ETA, help="achieved fraction of peak FLOP/s for wide GEMMs"
     )
+    parser.add_argument(
+        "--pass-overhead", type=float, default=DEFAULT_PASS_OVERHEAD * 1e6, metavar="US",
+        help="microseconds each block adds to every pass over a micro-batch, whatever its size (kernel "
+             "launches, idle GEMM tiles): small per-GPU GEMMs cost more than their FLOPs")
     parser.add_argument(
         "--eta-h0",
         type=float,

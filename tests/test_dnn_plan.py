@@ -424,6 +424,7 @@ def test_a_context_parallel_rank_holds_a_cth_of_the_work():
     (["--model", "mixtral-8x7b", "--fix", "cp=2"],
      "--fix cp=2: context parallelism is not planned for MoE models"),
     (["--model", "llama3-8b", "--max-cp", "0"], "--max-cp must be a positive integer, got 0"),
+    (["--model", "llama3-8b", "--pass-overhead", "-1"], "--pass-overhead must be in [0, 1e+06], got -1.0"),
     (["--model", "llama3-8b", "--fix", "cp=2", "--launcher", "deepspeed"],
      "--launcher deepspeed plans pure data parallelism: no context parallelism (cp=1)"),
 ])
@@ -431,6 +432,30 @@ def test_context_parallel_options_are_checked(argv, message):
     argv += ["--cluster", "dgx-a100-80g:2x8", "--global-batch", "64"]
     out = subprocess.run([*yewpy_cmd(), "dnn-plan", *argv], capture_output=True, text=True)
     assert (out.returncode, out.stderr) == (2, f"yewpy: error: {message}\n")
+
+
+def test_a_pass_overhead_makes_small_gemms_cost_more_than_their_flops():
+    """--pass-overhead adds a fixed time to every block pass (forward, backward x2), so per sample a
+    micro-batch of 2 costs less than one of 1, and a narrower per-GPU width (t = 8) loses a larger
+    share than t = 1. With the fitted default (0: Megatron's Table 1 does not support one) a block
+    without TP takes time exactly proportional to b (with TP, the all-reduces' latency is per pass)."""
+    model = small_model(4, 4096)
+    group = load_cluster("dgx-a100-80g:1x8").groups[0]
+
+    def per_sample(t: int, b: int, overhead: float) -> float:
+        train = Training(64, 2048, pass_overhead=overhead)
+        tab = StageTables(model, group, t, 1, b, train, ep_group_inter=False)
+        return (tab.time["none"][3] - tab.time["none"][1]) / b
+
+    losses = []
+    for t in (1, 8):
+        if t == 1:
+            assert per_sample(t, 2, 0.0) == pytest.approx(per_sample(t, 1, 0.0), rel=1e-12)
+        assert per_sample(t, 2, 50e-6) < per_sample(t, 1, 50e-6)
+        bare = per_sample(t, 1, 0.0)
+        assert per_sample(t, 1, 50e-6) == pytest.approx(bare + 2 * 3 * 50e-6, rel=1e-12)
+        losses.append(per_sample(t, 1, 50e-6) / bare)
+    assert losses[1] > losses[0]
 
 
 def test_every_coordination_same_plan():

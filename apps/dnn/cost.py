@@ -23,6 +23,10 @@ SCHEDULES = ("1f1b", "interleaved", "kfkb", "gpipe")
 # docs/dnn.md). ETA_H0 = 0 gives a flat eta.
 DEFAULT_ETA = 0.664
 DEFAULT_ETA_H0 = 1000.0
+# Fixed seconds a block adds to every pass over a micro-batch (kernel launches, GEMM tiles a small
+# per-GPU matrix leaves idle): with it the achieved rate depends on the per-GPU GEMM shape, b*s/cp
+# tokens by h/t columns, so a small micro-batch or a wide TP group costs more than its FLOPs.
+DEFAULT_PASS_OVERHEAD = 0.0
 # Share of a micro-batch's compute that hides ZeRO-3's collectives (prefetched gathers, reduce-scatters
 # during the backward pass). Fitted on Megatron SC'21 Table 2's 768-GPU ZeRO-3 row and validated on
 # its 384- and 1536-GPU rows (docs/dnn.md, tests/test_dnn_plan.py).
@@ -40,6 +44,7 @@ class Training:
     optimizer_bytes: float = 12.0  # Adam: fp32 master copy, momentum, variance
     eta: float = DEFAULT_ETA  # achieved fraction of peak FLOP/s for very wide GEMMs
     eta_h0: float = DEFAULT_ETA_H0  # hidden width at which eta is half of that
+    pass_overhead: float = DEFAULT_PASS_OVERHEAD  # seconds each block adds per pass (forward, backward x2)
     link_efficiency: float = 0.7  # achieved fraction of link bandwidth
     sequence_parallel: bool = True
     recompute: tuple = RECOMPUTE
@@ -233,9 +238,10 @@ class StageTables:
                 n_ar = 2 * blk.tp_allreduces + (blk.tp_allreduces if rc == "full" else 0)
                 n_a2a = 4 + (2 if rc == "full" else 0)
                 self.flops[rc][i + 1] = self.flops[rc][i] + fl
-                n_ring = 3 + (1 if rc == "full" else 0)  # forward, backward (K/V and their gradients)
+                passes = 3 + (1 if rc == "full" else 0)  # forward, backward (twice the work), recompute
                 self.time[rc][i + 1] = (
-                    self.time[rc][i] + fl / rate + n_ar * ar + (n_a2a * a2a if blk.a2a else 0) + n_ring * ring
+                    self.time[rc][i] + fl / rate + n_ar * ar + (n_a2a * a2a if blk.a2a else 0)
+                    + passes * (ring + train.pass_overhead)
                 )
                 self.act[rc][i + 1] = self.act[rc][i] + blk.activation_bytes(
                     b, s, t, train.sequence_parallel, rc, context
