@@ -320,7 +320,7 @@ class PlanSearch(Enumeration):
     # -- per-shape data ----------------------------------------------------------------------------
 
     def table(self, g: int, t: int, sh: Shape) -> StageTables:
-        """Group ``g``'s per-block prefix tables at TP ``t`` for shape ``sh`` (its d, b and ep); cached."""
+        """Group ``g``'s per-block prefix tables at TP ``t`` for shape ``sh`` (its d, b, ep and c); cached."""
         key = (g, t, sh.d, sh.b, sh.ep, sh.c)
         tab = self.tables.get(key)
         if tab is None:
