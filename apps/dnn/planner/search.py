@@ -11,7 +11,8 @@ Tree (docs/dnn.md has the details and the bound's proof):
 
 Nodes are tuples (picklable, small); a stage-level node is ``("s", shape, blocks used, stages left
 per group, S, X, E, stages, order)`` with S, X, E the pipeline sum, maximum and exposed DP terms so far
-and ``order`` its place in depth-first order (each stage's rank among its siblings before pruning).
+and ``order`` its place in depth-first order (per stage: its (group, k) slot and its place among the
+slot's options, whatever was pruned).
 The search is an enumeration whose value is the ``top`` best distinct shapes, each by its best leaf
 under the total order (iteration seconds, shape, order): the search prunes against this worker's own
 top-th best shape and the shape's own best, and the workers' lists merge (``combine``) into the global
