@@ -164,24 +164,44 @@ class PlanSearch(Enumeration):
         if self.pruning:
             self.threshold = self._seed()
 
-    def _seed(self, tries: int = 8) -> float:
-        """An upper bound on the top-th best shape's time before the search: one greedy dive (first
-        child at each stage) into each of the ``tries * top`` shapes with the least root bounds; the
-        top-th best of the dives' leaves (every worker computes the same, so a thief prunes at once)."""
+    def _seed(self, tries: int = 4, budget: int = 150) -> float:
+        """An upper bound on the top-th best shape's time before the search: in each of the ``tries *
+        max(top, 3)`` shapes with the least root bounds, the first leaf of a depth-first walk that may
+        backtrack (``budget`` nodes at most: a greedy dive mostly dies where memory runs out), pruned
+        against the top-th best leaf so far; the top-th best of those leaves. Every worker computes
+        the same, so a thief prunes at once."""
         saved, self.memo_on = self.memo_on, False  # a dive must not fill the dominance memo
-        times = []
+        times: list[float] = []
         try:
             order = sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i))
-            for sid in order[: tries * self.top]:
-                node: tuple | None = self.start_node(sid)
-                while node is not None and sum(node[3]):
-                    node = next(iter(self._stage_children(node)), None)
-                if node is not None:
-                    times.append(self.objective(node))
+            for sid in order[: tries * max(self.top, 3)]:
+                seconds = self._first_leaf(sid, budget)
+                if seconds < math.inf:
+                    times.append(seconds)
+                    times.sort()
+                    if len(times) >= self.top:  # later dives prune against it
+                        self.threshold = times[self.top - 1]
         finally:
             self.memo_on = saved
-        times.sort()
         return times[self.top - 1] if len(times) >= self.top else math.inf
+
+    def _first_leaf(self, sid: int, budget: int) -> float:
+        """The time of the first leaf a depth-first walk of shape ``sid`` meets within ``budget`` nodes
+        (inf if none)."""
+        stack = [self._stage_children(self.start_node(sid))]
+        while stack and budget > 0:
+            child = next(stack[-1], None)
+            if child is None:
+                stack.pop()
+                continue
+            budget -= 1
+            if not any(child[3]):
+                seconds = self.objective(child)
+                if seconds < math.inf:
+                    return seconds
+                continue
+            stack.append(self._stage_children(child))
+        return math.inf
 
     def memory_floor(self, sid: int) -> tuple[float, float]:
         """A lower bound on the model-state bytes (weights, gradients, optimizer state) on the fullest
