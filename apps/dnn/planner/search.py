@@ -429,11 +429,13 @@ class PlanSearch(Enumeration):
     def _promising(self, child: tuple) -> bool:
         """Whether the child's bound reaches neither the top-K threshold nor its shape's best time."""
         bound = self.bound(child)
-        limit = self.threshold
-        if child[0] == "s":
-            own = self.found.get(child[1], limit)
-            limit = own if own < limit else limit
+        limit = self._limit(child[1]) if child[0] == "s" else self.threshold
         return bound <= limit and bound != math.inf  # bounds are shrunk: equal times stay
+
+    def _limit(self, sid: int) -> float:
+        """What a bound in shape ``sid`` must not exceed: the top-K threshold or the shape's best time."""
+        own = self.found.get(sid, self.threshold)
+        return own if own < self.threshold else self.threshold
 
     def value(self, node: tuple) -> tuple:
         """A leaf's record ``((seconds, shape, order, leaf),)``; other nodes record nothing."""
@@ -536,13 +538,9 @@ class PlanSearch(Enumeration):
             base = slot * stride
             if pipe:
                 if pruning:  # the least each term could be: if even that is pruned, every option is
-                    limit = self.found.get(sid, self.threshold)
-                    limit = limit if limit < self.threshold else self.threshold
                     a, x, c = floor
-                    s_lb, x_lb, ev = floors
-                    x = max(X[0], x, x_lb)
-                    steady = c1 * x + (c if c > E else E)
-                    if ((S[0] + a + s_lb) / div + (ev if ev > steady else steady)) * SAFETY > limit:
+                    least = _pipe_bound(floors, S[0] + a, max(X[0], x), max(E, c), div, c1)
+                    if least * SAFETY > self._limit(sid):
                         continue
                 kids = [(a, x if x > X[0] else X[0], c if c > E else E, rc, z) for a, x, c, rc, z in opts]
                 if combined and len(kids) > 1:
@@ -870,15 +868,13 @@ class PlanSearch(Enumeration):
 
     def _bound_state(self, sid: int, lo: int, counts: tuple, S: tuple, X: tuple, E: float) -> float:
         """A lower bound on the time of every completion of the state: the state's own sums and
-        maxima joined with the remaining blocks' floors (``_bound_floors``). It never decreases in S,
-        X or E, so a state the bound prunes also prunes every state it dominates."""
+        maxima joined with the remaining blocks' floors (``_floors``). It never decreases in S, X or
+        E, so a state the bound prunes also prunes every state it dominates."""
         sh = self.shapes[sid]
         floors = self._floors(sid, lo, counts)
         if sh.mode == "pipe":
-            s_lb, x_lb, ev = floors
             div = sh.v if sh.schedule == "interleaved" else 1
-            steady = (sh.m - 1 / div) * (X[0] if X[0] > x_lb else x_lb) + E
-            return (S[0] + s_lb) / div + (ev if ev > steady else steady)
+            return _pipe_bound(floors, S[0], X[0], E, div, sh.m - 1 / div)
         A, Xs = [], []
         for c, (total, x_lb) in enumerate(floors):
             xc = X[c] if X[c] > x_lb else x_lb
@@ -983,6 +979,14 @@ class PlanSearch(Enumeration):
                     low = mid
         self._minmax_cache[key] = low
         return low
+
+
+def _pipe_bound(floors: tuple, s: float, x: float, e: float, div: int, c1: float) -> float:
+    """A pipe-mode state's bound: its sum ``s``, maximum ``x`` and exposed time ``e`` joined with the
+    remaining blocks' floors (sum, largest stage, Jensen term), Megatron's Eq. 1 with c1 = m - 1/v."""
+    s_lb, x_lb, ev = floors
+    steady = c1 * (x if x > x_lb else x_lb) + e
+    return (s + s_lb) / div + (ev if ev > steady else steady)
 
 
 class ExhaustivePlanSearch(PlanSearch):
