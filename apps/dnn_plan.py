@@ -10,7 +10,6 @@ import argparse
 import json
 import math
 import time
-from dataclasses import replace
 from typing import Any
 
 from yewpy.apps.dnn.cluster import Cluster, load_cluster
@@ -129,13 +128,7 @@ def sensitivity(model: Model, cluster: Cluster, train: Training, leaves: list) -
         return None
     wins = []
     for f in SWEEP:
-        scaled = Cluster(
-            [
-                replace(g, intra_bandwidth=g.intra_bandwidth * f, inter_bandwidth=g.inter_bandwidth * f)
-                for g in cluster.groups
-            ]
-        )
-        s = PlanSearch(model, scaled, train, rank=False)
+        s = PlanSearch(model, cluster.scaled(f, f), train, rank=False)
         times = [s.replay(leaf) for leaf in leaves]
         wins.append(times[0] <= min(times))
     i = SWEEP.index(1.0)

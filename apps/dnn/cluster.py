@@ -102,6 +102,12 @@ class Cluster:
     def inter_latency(self) -> float:
         return max(g.inter_latency for g in self.groups)
 
+    def scaled(self, intra: float = 1.0, inter: float = 1.0) -> Cluster:
+        """This cluster with every group's in-node and inter-node bandwidth multiplied by ``intra`` and
+        ``inter`` (the planner's sensitivity sweep and Ada-Grouper's network slowdowns)."""
+        return Cluster([replace(g, intra_bandwidth=g.intra_bandwidth * intra,
+                                inter_bandwidth=g.inter_bandwidth * inter) for g in self.groups])
+
     def link(self, a: DeviceGroup, b: DeviceGroup) -> tuple[float, float]:
         """Inter-node (bandwidth, latency) between a GPU of ``a`` and one of ``b``."""
         return min(a.inter_bandwidth, b.inter_bandwidth), max(a.inter_latency, b.inter_latency)

@@ -340,13 +340,3 @@ def stage_cost(
         bw, lat = p2p_link
         p2p = lat + 2.0 * b * train.seq / tab.c * tab.boundaries[hi - 1] / t / bw
     return StageCost(tau, p2p, exposed, memory, tab.flops[rc][hi] - tab.flops[rc][lo])
-
-
-def pipeline_time(taus: list, p2ps: list, m: int, schedule: str, v: int, k: int) -> float:
-    """Megatron Eq. 1 for uneven stages: sum/v + (m - 1/v) * max of the exposed per-micro-batch times,
-    each stage exposing :func:`p2p_sends` of its p2p time (GPipe only in the fill)."""
-    e = p2p_sends(schedule, v, k)
-    div = v if schedule == "interleaved" else 1
-    fill = sum(tau + 2 * c for tau, c in zip(taus, p2ps)) / div
-    steady = max(tau + e * c for tau, c in zip(taus, p2ps))
-    return fill + (m - 1 / div) * steady

@@ -26,7 +26,7 @@ KS = (2, 4, 8, 16)
 
 def slowed(cluster: Cluster, factor: float) -> Cluster:
     """``cluster`` with the inter-node bandwidth divided by ``factor``."""
-    return Cluster([replace(g, inter_bandwidth=g.inter_bandwidth / factor) for g in cluster.groups])
+    return cluster.scaled(inter=1 / factor)
 
 
 def read_trace(path: str) -> list[tuple[float, float]]:
