@@ -18,15 +18,16 @@ from yewpy.apps.dnn.models import Model
 RECOMPUTE = ("none", "selective", "full")
 SCHEDULES = ("1f1b", "interleaved", "kfkb", "gpipe")
 # GEMM efficiency eta(h) = ETA * h / (h + ETA_H0), h the block's hidden width: the non-GEMM work per
-# token (norms, softmax, dropout, bias-GeLU: memory-bound, ~h) against GEMM FLOPs (~h^2). Calibrated on
-# the odd Megatron SC'21 Table 1 rows and validated on the even ones (benchmarks/calibrate_dnn_eta.py,
-# docs/dnn.md). ETA_H0 = 0 gives a flat eta.
-DEFAULT_ETA = 0.664
-DEFAULT_ETA_H0 = 1000.0
+# token (norms, softmax, dropout, bias-GeLU: memory-bound, ~h) against GEMM FLOPs (~h^2).
 # Fixed seconds a block adds to every pass over a micro-batch (kernel launches, GEMM tiles a small
 # per-GPU matrix leaves idle): with it the achieved rate depends on the per-GPU GEMM shape, b*s/cp
 # tokens by h/t columns, so a small micro-batch or a wide TP group costs more than its FLOPs.
-DEFAULT_PASS_OVERHEAD = 0.0
+# The overhead is the least (10 us grid) at which Megatron SC'21 Fig. 16's best micro-batch (2, for the
+# 91B model at (t, p) = (8, 8)) is predicted; ETA and ETA_H0 are then fitted on the odd Table 1 rows and
+# validated on the even ones (benchmarks/calibrate_dnn_eta.py, docs/dnn.md).
+DEFAULT_ETA = 0.668
+DEFAULT_ETA_H0 = 1000.0
+DEFAULT_PASS_OVERHEAD = 20e-6
 # Share of a micro-batch's compute that hides ZeRO-3's collectives (prefetched gathers, reduce-scatters
 # during the backward pass). Fitted on Megatron SC'21 Table 2's 768-GPU ZeRO-3 row and validated on
 # its 384- and 1536-GPU rows (docs/dnn.md, tests/test_dnn_plan.py).
