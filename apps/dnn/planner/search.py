@@ -23,6 +23,7 @@ a second pass.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, replace
@@ -187,8 +188,10 @@ class PlanSearch(Enumeration):
 
     def _first_leaf(self, sid: int, budget: int) -> float:
         """The time of the first leaf a depth-first walk of shape ``sid`` meets within ``budget`` nodes
-        (inf if none)."""
-        stack = [self._stage_children(self.start_node(sid))]
+        (inf if none). Slots keep the tree's order (balanced stages first); a slot's (recompute, ZeRO)
+        options are tried by least bound, so one costly option (ZeRO-2's exposed reduce-scatters) is
+        not taken because it comes first."""
+        stack = [self._dive_children(sid, self.start_node(sid))]
         while stack and budget > 0:
             child = next(stack[-1], None)
             if child is None:
@@ -200,8 +203,14 @@ class PlanSearch(Enumeration):
                 if seconds < math.inf:
                     return seconds
                 continue
-            stack.append(self._stage_children(child))
+            stack.append(self._dive_children(sid, child))
         return math.inf
+
+    def _dive_children(self, sid: int, node: tuple) -> Any:
+        """``node``'s children in tree order of their slots, each slot's options by least bound."""
+        stride = len(self._allowed(sid))
+        for _, options in itertools.groupby(self._stage_children(node), key=lambda c: c[8][-1] // stride):
+            yield from sorted(options, key=self.bound)
 
     def memory_floor(self, sid: int) -> tuple[float, float]:
         """A lower bound on the model-state bytes (weights, gradients, optimizer state) on the fullest
@@ -426,10 +435,12 @@ class PlanSearch(Enumeration):
             if self._promising(child):
                 yield child
 
-    def _promising(self, child: tuple) -> bool:
-        """Whether the child's bound reaches neither the top-K threshold nor its shape's best time."""
+    def _promising(self, child: tuple, limit: float | None = None) -> bool:
+        """Whether the child's bound reaches neither the top-K threshold nor its shape's best time
+        (``limit``, when the caller has it)."""
         bound = self.bound(child)
-        limit = self._limit(child[1]) if child[0] == "s" else self.threshold
+        if limit is None:
+            limit = self._limit(child[1]) if child[0] == "s" else self.threshold
         return bound <= limit and bound != math.inf  # bounds are shrunk: equal times stay
 
     def _limit(self, sid: int) -> float:
@@ -532,6 +543,9 @@ class PlanSearch(Enumeration):
         # A child's part of ``order``: its (group, k) slot times the most options a stage can have,
         # plus its place among that slot's options, so it does not depend on what was pruned.
         stride = len(self._allowed(sid))
+        # The limit changes only while a child is out (the search meets leaves below it): read it again
+        # after each yield, not for each of the many slots that the floors prune.
+        limit = self._limit(sid)
         for slot, (g, k, newcounts, opts, floor, floors) in enumerate(self._slots(sid, lo, counts, prev)):
             if megatron and not self._megatron_stage(sh, lo, k, j, stages):
                 continue
@@ -540,7 +554,7 @@ class PlanSearch(Enumeration):
                 if pruning:  # the least each term could be: if even that is pruned, every option is
                     a, x, c = floor
                     least = _pipe_bound(floors, S[0] + a, max(X[0], x), max(E, c), div, c1)
-                    if least * SAFETY > self._limit(sid):
+                    if least * SAFETY > limit:
                         continue
                 kids = [(a, x if x > X[0] else X[0], c if c > E else E, rc, z) for a, x, c, rc, z in opts]
                 if combined and len(kids) > 1:
@@ -548,11 +562,12 @@ class PlanSearch(Enumeration):
                 for i, (a, x, c, rc, z) in enumerate(kids):
                     child = ("s", sid, lo + k, newcounts, (S[0] + a,), (x,), c, stages + ((g, k, rc, z),),
                              order + (base + i,))
-                    if pruning and not self._promising(child):
+                    if pruning and not self._promising(child, limit):
                         continue  # bounded before the memo: what it would dominate is pruned too
                     if self.memo_on and self._dominated(child):
                         continue
                     yield child
+                    limit = self._limit(sid)
             else:
                 kids = [
                     (tuple(s + a for s, a in zip(S, av)), tuple(x if x > y else y for x, y in zip(bv, X)),
@@ -564,11 +579,12 @@ class PlanSearch(Enumeration):
                 for i, (s2, x2, c, rc, z) in enumerate(kids):
                     child = ("s", sid, lo + k, newcounts, s2, x2, c, stages + ((0, k, rc, z),),
                              order + (base + i,))
-                    if pruning and not self._promising(child):
+                    if pruning and not self._promising(child, limit):
                         continue
                     if self.memo_on and self._dominated(child):
                         continue
                     yield child
+                    limit = self._limit(sid)
 
     def _slots(self, sid: int, lo: int, counts: tuple, prev: int | None) -> list:
         """The next stage's choices from blocks ``lo`` with ``counts`` stages left, in child order:
