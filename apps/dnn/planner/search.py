@@ -546,6 +546,7 @@ class PlanSearch(Enumeration):
         # The limit changes only while a child is out (the search meets leaves below it): read it again
         # after each yield, not for each of the many slots that the floors prune.
         limit = self._limit(sid)
+        S0, X0 = S[0], X[0]
         for slot, (g, k, newcounts, opts, floor, floors) in enumerate(self._slots(sid, lo, counts, prev)):
             if megatron and not self._megatron_stage(sh, lo, k, j, stages):
                 continue
@@ -553,14 +554,14 @@ class PlanSearch(Enumeration):
             if pipe:
                 if pruning:  # the least each term could be: if even that is pruned, every option is
                     a, x, c = floor
-                    least = _pipe_bound(floors, S[0] + a, max(X[0], x), max(E, c), div, c1)
+                    least = _pipe_bound(floors, S0 + a, x if x > X0 else X0, c if c > E else E, div, c1)
                     if least * SAFETY > limit:
                         continue
-                kids = [(a, x if x > X[0] else X[0], c if c > E else E, rc, z) for a, x, c, rc, z in opts]
+                kids = [(a, x if x > X0 else X0, c if c > E else E, rc, z) for a, x, c, rc, z in opts]
                 if combined and len(kids) > 1:
                     kids = pareto_scalar(kids)
                 for i, (a, x, c, rc, z) in enumerate(kids):
-                    child = ("s", sid, lo + k, newcounts, (S[0] + a,), (x,), c, stages + ((g, k, rc, z),),
+                    child = ("s", sid, lo + k, newcounts, (S0 + a,), (x,), c, stages + ((g, k, rc, z),),
                              order + (base + i,))
                     if pruning and not self._promising(child, limit):
                         continue  # bounded before the memo: what it would dominate is pruned too
