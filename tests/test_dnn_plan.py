@@ -242,6 +242,31 @@ def test_bnb_equals_exhaustive_deep_pipelines(layers, hidden, batch, cluster, me
         assert bnb.nodes <= exhaustive.nodes
 
 
+@settings(max_examples=20, deadline=None)
+@given(
+    layers=st.integers(3, 9),
+    hidden=st.sampled_from([1024, 4096, 12288]),
+    batch=st.sampled_from([16, 64]),
+    cluster=st.sampled_from(["dgx-a100-80g:1x8", "dgx-a100-80g:2x4", "dgx-v100-16g:2x4"]),
+    mem=st.sampled_from([0.3, 0.6, 0.9]),
+)
+def test_seed_limits_are_plans_of_their_shapes(layers, hidden, batch, cluster, mem):
+    """Each shape's seed limit (the min-max cut's leaf or a walk's first leaf) is the time of a real
+    plan of that shape: never below the shape's best in the exhaustive tree, so it prunes nothing the
+    answer needs; and the cut finds a plan wherever the shape has one."""
+    model = small_model(layers, hidden)
+    train = Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4))
+    search = PlanSearch(model, load_cluster(cluster), train, top=3)
+    exhaustive = ExhaustivePlanSearch(model, load_cluster(cluster), train)
+    exhaustive.search(prune_level=False)
+    for sid, seconds in search.seeded.items():
+        assert seconds >= exhaustive.found[sid] * (1 - 1e-12)
+    for sid in exhaustive.found:
+        sh = search.shapes[sid]
+        if sh.mode == "pipe" and len(sh.parts) == 1:
+            assert search._cut_leaf(sid) < math.inf, sh
+
+
 @pytest.mark.parametrize(
     "layers, cluster, batch, mem",
     [

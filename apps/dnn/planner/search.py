@@ -131,6 +131,7 @@ class PlanSearch(Enumeration):
         self.model, self.cluster, self.train = model, cluster, train
         self.top = max(1, top)
         self.found: dict = {}  # shape -> the best time this worker has seen
+        self.seeded: dict = {}  # shape -> the time of a leaf the seed met in it (a limit, not a record)
         self.threshold = math.inf  # this worker's top-th best shape time (or the seed's)
         self.ranked: list = []
         self.n = len(model.blocks)
@@ -166,18 +167,23 @@ class PlanSearch(Enumeration):
             self.threshold = self._seed()
 
     def _seed(self, tries: int = 4, budget: int = 150) -> float:
-        """An upper bound on the top-th best shape's time before the search: in each of the ``tries *
-        max(top, 3)`` shapes with the least root bounds, the first leaf of a depth-first walk that may
-        backtrack (``budget`` nodes at most: a greedy dive mostly dies where memory runs out), pruned
-        against the top-th best leaf so far; the top-th best of those leaves. Every worker computes
-        the same, so a thief prunes at once."""
+        """An upper bound on the top-th best shape's time before the search. In each of the ``tries *
+        max(top, 3)`` shapes with the least root bounds: the min-max cut's leaf (``_cut_leaf``) and
+        the first leaf of a depth-first walk that may backtrack (``budget`` nodes at most: a greedy
+        dive mostly dies where memory runs out), pruned against what is known so far. The better of
+        the two becomes that shape's own limit (``seeded``), the top-th best over the shapes the
+        threshold. Every worker computes the same, so a thief prunes at once."""
         saved, self.memo_on = self.memo_on, False  # a dive must not fill the dominance memo
         times: list[float] = []
         try:
             order = sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i))
             for sid in order[: tries * max(self.top, 3)]:
-                seconds = self._first_leaf(sid, budget)
+                cut = self._cut_leaf(sid)
+                if cut < math.inf:
+                    self.seeded[sid] = cut
+                seconds = min(cut, self._first_leaf(sid, budget))
                 if seconds < math.inf:
+                    self.seeded[sid] = seconds
                     times.append(seconds)
                     times.sort()
                     if len(times) >= self.top:  # later dives prune against it
@@ -185,6 +191,53 @@ class PlanSearch(Enumeration):
         finally:
             self.memo_on = saved
         return times[self.top - 1] if len(times) >= self.top else math.inf
+
+    def _cut_leaf(self, sid: int, rounds: int = 10) -> float:
+        """The time of a leaf of a one-group pipe shape whose stages are cut as long as a cap on each
+        stage's steady term plus exposed time, c1 (tau + e p2p) + exposed, allows (each stage taking
+        its memory-feasible option of least fill time under the cap), the cap bisected ``rounds``
+        times: Eq. 1 is dominated by its largest stage, and memory makes the early stages (more
+        micro-batches in flight) shorter, which the tree's balanced first child is not (inf where
+        not a one-group pipe shape, or if no cut fits)."""
+        sh = self.shapes[sid]
+        one_group_pipe = sh.mode == "pipe" and len(sh.parts) == 1 and not self.train.megatron_stages
+        if not one_group_pipe or self.root_lb[sid] == math.inf:
+            return math.inf
+        g, n, v = sh.parts[0][0], self.n, sh.v
+        c1 = sh.m - 1 / (sh.v if sh.schedule == "interleaved" else 1)
+
+        def cut(cap: float) -> tuple | None:
+            lo, prev, stages = 0, None, []
+            for j in range(sh.p):
+                left = sh.p - j - 1
+                best = None
+                for hi in [n] if not left else range(lo + v, n - left * v + 1):
+                    fit = [o for o in self._stage_options(sid, g, lo, hi, j, prev) if c1 * o[1] + o[2] <= cap]
+                    if not fit:
+                        break  # a longer stage has no cheaper option
+                    best = (hi, min(fit, key=lambda o: o[0]))
+                if best is None:
+                    return None
+                hi, (_, _, _, rc, z) = best
+                stages.append((g, hi - lo, rc, z))
+                lo, prev = hi, g
+            return tuple(stages)
+
+        low = c1 * self._floors(sid, 0, self.start_counts(sid))[1]
+        high = max(low, self.root_lb[sid], 1e-9)
+        for _ in range(64):  # a cap that fits: grow from the root bound
+            if cut(high) is not None:
+                break
+            low, high = high, high * 1.5
+        else:
+            return math.inf
+        for _ in range(rounds):
+            mid = (low + high) / 2
+            if cut(mid) is None:
+                low = mid
+            else:
+                high = mid
+        return self.replay(("s", sid, n, (), (), (), 0.0, cut(high), ()))
 
     def _first_leaf(self, sid: int, budget: int) -> float:
         """The time of the first leaf a depth-first walk of shape ``sid`` meets within ``budget`` nodes
@@ -445,7 +498,7 @@ class PlanSearch(Enumeration):
 
     def _limit(self, sid: int) -> float:
         """What a bound in shape ``sid`` must not exceed: the top-K threshold or the shape's best time."""
-        own = self.found.get(sid, self.threshold)
+        own = min(self.found.get(sid, math.inf), self.seeded.get(sid, math.inf))
         return own if own < self.threshold else self.threshold
 
     def value(self, node: tuple) -> tuple:
