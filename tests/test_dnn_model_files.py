@@ -43,6 +43,10 @@ def not_a_model():
     return 42
 
 
+def too_big():
+    return Model("huge", [Block("b", params=1e17, flops_per_token=1)], 128)
+
+
 LIMIT = 3
 '''
 
@@ -113,13 +117,14 @@ def test_a_pair_needs_torch_or_goes_through_from_torch(tmp_path):
 
 @pytest.mark.parametrize("name, message", [
     ("missing", "no 'missing' in the file (its functions: broken, nan_params, needs_an_argument, no_flops, "
-                "not_a_model, small)"),
+                "not_a_model, small, too_big)"),
     ("LIMIT", "a non-callable 'LIMIT' in the file"),
     ("needs_an_argument", "needs_an_argument() raised TypeError: needs_an_argument() missing 1 required"),
     ("not_a_model", "not_a_model() returned int, not a Model or a (torch_module, example_inputs) pair"),
     ("no_flops", "no_flops() returned a model whose blocks all have zero FLOPs"),
     ("nan_params", "nan_params() returned block 'b' with params = nan"),
-], ids=["missing", "not-callable", "arguments", "not-a-model", "no-flops", "nan"])
+    ("too_big", "too_big() returned a model of 1e+17 parameters: a model may have at most 2**53"),
+], ids=["missing", "not-callable", "arguments", "not-a-model", "no-flops", "nan", "too-big"])
 def test_what_the_function_gets_wrong_is_a_usage_error_naming_the_file(builders, name, message):
     with pytest.raises(UsageError) as error:
         load_model(f"{builders}:{name}")
