@@ -214,7 +214,7 @@ class PlanSearch(Enumeration):
                 for hi in [n] if not left else range(lo + v, n - left * v + 1):
                     fit = [o for o in self._stage_options(sid, g, lo, hi, j, prev) if c1 * o[1] + o[2] <= cap]
                     if not fit:
-                        break  # a longer stage has no cheaper option
+                        break  # no option of a longer stage fits either
                     best = (hi, min(fit, key=lambda o: o[0]))
                 if best is None:
                     return None
@@ -497,7 +497,8 @@ class PlanSearch(Enumeration):
         return bound <= limit and bound != math.inf  # bounds are shrunk: equal times stay
 
     def _limit(self, sid: int) -> float:
-        """What a bound in shape ``sid`` must not exceed: the top-K threshold or the shape's best time."""
+        """What a bound in shape ``sid`` must not exceed: the top-K threshold or the best time known in
+        the shape (a leaf found, or the seed's)."""
         own = min(self.found.get(sid, math.inf), self.seeded.get(sid, math.inf))
         return own if own < self.threshold else self.threshold
 
