@@ -174,14 +174,14 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
         raise UsageError("--global-batch must be positive")
     check_ranges(args)
     fix = parse_fix(args.fix or "")
-    if fix.get("ep", 1) > 1 and not any(blk.experts for blk in model.blocks):
+    if fix.get("ep", 1) > 1 and not model.moe:
         raise UsageError(f"--fix ep={fix['ep']}: {model.name} has no experts "
                          "(expert parallelism is for MoE models)")
     seq = args.seq or model.seq
     max_cp = (1 if seq < LONG_SEQUENCE else 32) if args.max_cp is None else args.max_cp
     if fix.get("cp", 1) > 1:
         cp = fix["cp"]
-        if any(blk.experts for blk in model.blocks):
+        if model.moe:
             raise UsageError(f"--fix cp={cp}: context parallelism is not planned for MoE models")
         if seq % (2 * cp):
             raise UsageError(f"--fix cp={cp}: the sequence ({seq} tokens) must split into 2 x cp equal "
@@ -288,6 +288,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "lines), the best kFkB group size for the plan's shape and its gain over 1F1B")
 
 
+def _degrees(plan: dict, moe: bool) -> str:
+    """A plan's parallel degrees as the CLI prints them: tp, pp, dp, cp where used, ep for MoE models."""
+    cp = f" cp={plan['cp']}" if plan["cp"] > 1 else ""
+    ep = f" ep={plan['ep']}" if moe else ""
+    return f"tp={plan['tp']} pp={plan['pp']} dp={plan['dp']}{cp}{ep}"
+
+
 def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     start = time.perf_counter()
     if args.top < 1:
@@ -299,13 +306,10 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     result = plan(model, cluster, train, top=args.top, exhaustive=args.exhaustive, **params)
     x, p = result.extras, result.extras["plan"]
     pred = x["predicted"]
-    moe = any(blk.experts for blk in model.blocks)
     lines = [
         f"Model {model.name} ({model.params / 1e9:.2f}B parameters) on {cluster.describe()}, "
         f"B={train.global_batch}, s={train.seq}",
-        f"Plan: {p['mode']} tp={p['tp']} pp={p['pp']} dp={p['dp']}"
-        + (f" cp={p['cp']}" if p["cp"] > 1 else "") + (f" ep={p['ep']}" if moe else "")
-        + f" microbatch={p['microbatch']} schedule={p['schedule']}"
+        f"Plan: {p['mode']} {_degrees(p, model.moe)} microbatch={p['microbatch']} schedule={p['schedule']}"
         + (f" v={p['interleave']}" if p["schedule"] == "interleaved" else "")
         + (f" k={p['group_size']}" if p["schedule"] == "kfkb" else ""),
         f"Predicted: {pred['iteration_seconds']:.4f} s/iteration, {pred['tflops_per_gpu']:.1f} TFLOP/s per "
@@ -320,11 +324,8 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
         )
     for i, alt in enumerate(x["top"][1:], 2):
         lines.append(
-            f"#{i}: tp={alt['tp']} pp={alt['pp']} dp={alt['dp']}"
-            + (f" cp={alt['cp']}" if alt["cp"] > 1 else "")
-            + (f" ep={alt['ep']}" if moe else "")
-            + f" mb={alt['microbatch']} "
-            f"{alt['schedule']} {alt['iteration_seconds']:.4f} s"
+            f"#{i}: {_degrees(alt, model.moe)} mb={alt['microbatch']} {alt['schedule']} "
+            f"{alt['iteration_seconds']:.4f} s"
         )
     if x["sensitivity"]:
         lo, hi = x["sensitivity"]["bandwidth_factor"]

@@ -191,6 +191,7 @@ class StageTables:
                  for blk in model.blocks]
         eff = train.link_efficiency
         intra, lat = group.intra_bandwidth * eff, group.intra_latency
+        network = (group.inter_bandwidth * eff, group.inter_latency)  # (bandwidth, latency) off the node
         self.t, self.b, self.c, self.group = t, b, c, group
         self.d = d * c  # the ranks that all-reduce these gradients and share ZeRO state: data x context
         n = len(model.blocks)
@@ -202,7 +203,6 @@ class StageTables:
         self.expert = [0.0] * (n + 1)  # expert params per rank (E/ep experts), replicated d/ep times
         self.expert_replicas = d  # d/ep: the ranks that hold the same experts and all-reduce them
         # their flat ring: the replicas are ep ranks apart, across nodes when the data-parallel group is
-        network = (group.inter_bandwidth * eff, group.inter_latency)
         self.expert_ring = network if ep_group_inter else (intra, lat)
         self.block_time = []
         work = []
@@ -215,8 +215,7 @@ class StageTables:
             ring = 0.0  # one pass's K/V exchange not hidden behind its attention core
             if c > 1 and blk.kv:
                 across = c * t > group.gpus_per_node  # the c ranks are t apart, as TP is innermost
-                bw = group.inter_bandwidth * eff if across else intra
-                l2 = group.inter_latency if across else lat
+                bw, l2 = network if across else (intra, lat)
                 chunk = b * s * blk.kv * train.weight_bytes / t
                 ring = max(0.0, (c - 1) * (l2 + chunk / bw) - attention / rate)
             ar = 0.0
@@ -231,8 +230,7 @@ class StageTables:
             a2a = 0.0
             if blk.a2a and ep_blk > 1:  # the ep ranks of an all-to-all are t apart in the data-parallel group
                 across = ep_blk * t > group.gpus_per_node
-                bw = group.inter_bandwidth * eff if across else intra
-                l2 = group.inter_latency if across else lat
+                bw, l2 = network if across else (intra, lat)
                 a2a = (ep_blk - 1) * l2 + (ep_blk - 1) / ep_blk * 2.0 * b * s * blk.a2a / t / bw
             for rc in RECOMPUTE:
                 fl = 3 * f + extra[rc]

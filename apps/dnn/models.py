@@ -101,6 +101,11 @@ class Model:
         """Number of blocks (the pipeline partitions these)."""
         return len(self.blocks)
 
+    @property
+    def moe(self) -> bool:
+        """Whether some block has experts (a mixture-of-experts model)."""
+        return any(b.experts for b in self.blocks)
+
 
 def transformer(name: str, layers: int, hidden: int, heads: int, vocab: int, seq: int, ffn: int | None = None,
                 kv_heads: int | None = None, swiglu: bool = False, bias: bool = True, tied: bool = True,

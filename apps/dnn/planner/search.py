@@ -77,6 +77,16 @@ class Shape:
         data-parallel ranks times the context-parallel ones (Megatron-LM's data-context group)."""
         return self.d * self.c
 
+    @property
+    def div(self) -> int:
+        """What Eq. 1 divides the stages' summed time by: v for the interleaved schedule, else 1."""
+        return self.v if self.schedule == "interleaved" else 1
+
+    @property
+    def c1(self) -> float:
+        """Eq. 1's factor on the largest stage's time: m - 1/v (interleaved) or m - 1."""
+        return self.m - 1 / self.div
+
     def form(self) -> tuple:
         if self.mode == "pipe":
             return ("pipe", tuple((g, s) for g, s, _ in self.parts))
@@ -180,7 +190,7 @@ class PlanSearch(Enumeration):
             for sid in order[: tries * max(self.top, 3)]:
                 cut = self._cut_leaf(sid)
                 if cut < math.inf:
-                    self.seeded[sid] = cut
+                    self.seeded[sid] = cut  # the walk below prunes against it
                 seconds = min(cut, self._first_leaf(sid, budget))
                 if seconds < math.inf:
                     self.seeded[sid] = seconds
@@ -203,8 +213,7 @@ class PlanSearch(Enumeration):
         one_group_pipe = sh.mode == "pipe" and len(sh.parts) == 1 and not self.train.megatron_stages
         if not one_group_pipe or self.root_lb[sid] == math.inf:
             return math.inf
-        g, n, v = sh.parts[0][0], self.n, sh.v
-        c1 = sh.m - 1 / (sh.v if sh.schedule == "interleaved" else 1)
+        g, n, v, c1 = sh.parts[0][0], self.n, sh.v, sh.c1
 
         def cut(cap: float) -> tuple | None:
             lo, prev, stages = 0, None, []
@@ -226,18 +235,20 @@ class PlanSearch(Enumeration):
         low = c1 * self._floors(sid, 0, self.start_counts(sid))[1]
         high = max(low, self.root_lb[sid], 1e-9)
         for _ in range(64):  # a cap that fits: grow from the root bound
-            if cut(high) is not None:
+            stages = cut(high)
+            if stages is not None:
                 break
             low, high = high, high * 1.5
         else:
             return math.inf
         for _ in range(rounds):
             mid = (low + high) / 2
-            if cut(mid) is None:
+            tighter = cut(mid)
+            if tighter is None:
                 low = mid
             else:
-                high = mid
-        return self.replay(("s", sid, n, (), (), (), 0.0, cut(high), ()))
+                high, stages = mid, tighter
+        return self.replay(("s", sid, n, (), (), (), 0.0, stages, ()))
 
     def _first_leaf(self, sid: int, budget: int) -> float:
         """The time of the first leaf a depth-first walk of shape ``sid`` meets within ``budget`` nodes
@@ -352,7 +363,7 @@ class PlanSearch(Enumeration):
         replica are left for TP and CP: divisors of ``room`` up to ``--max-cp``, for dense models,
         splitting the sequence into 2c equal chunks (Megatron-LM's load-balanced causal split)."""
         tr = self.train
-        if tr.max_cp == 1 or any(blk.experts for blk in self.model.blocks):
+        if tr.max_cp == 1 or self.model.moe:
             return [1] if tr.fix.get("cp", 1) == 1 else []
         return [c for c in divisors(room)
                 if c <= tr.max_cp and (c == 1 or tr.seq % (2 * c) == 0) and tr.fix.get("cp", c) == c]
@@ -592,8 +603,7 @@ class PlanSearch(Enumeration):
         j = len(stages)
         prev = stages[-1][0] if pipe and stages else None
         combined, pruning, megatron = self.combined_pareto, self.pruning, self.train.megatron_stages
-        div = sh.v if sh.schedule == "interleaved" else 1
-        c1 = sh.m - 1 / div
+        div, c1 = sh.div, sh.c1
         # A child's part of ``order``: its (group, k) slot times the most options a stage can have,
         # plus its place among that slot's options, so it does not depend on what was pruned.
         stride = len(self._allowed(sid))
@@ -919,9 +929,8 @@ class PlanSearch(Enumeration):
     def leaf_time(self, node: tuple) -> tuple:
         _, sid, _, _, S, X, E = node[:7]
         sh = self.shapes[sid]
-        div = sh.v if sh.schedule == "interleaved" else 1
         if sh.mode == "pipe":
-            return S[0] / div + (sh.m - 1 / div) * X[0] + E, None
+            return S[0] / sh.div + sh.c1 * X[0] + E, None
         A = [S[c] - X[c] for c in range(len(S))]
         worst, counts = integer_shares(A, list(X), [r for _, r in sh.parts], sh.m)
         return worst + E, counts
@@ -944,8 +953,7 @@ class PlanSearch(Enumeration):
         sh = self.shapes[sid]
         floors = self._floors(sid, lo, counts)
         if sh.mode == "pipe":
-            div = sh.v if sh.schedule == "interleaved" else 1
-            return _pipe_bound(floors, S[0], X[0], E, div, sh.m - 1 / div)
+            return _pipe_bound(floors, S[0], X[0], E, sh.div, sh.c1)
         A, Xs = [], []
         for c, (total, x_lb) in enumerate(floors):
             xc = X[c] if X[c] > x_lb else x_lb
@@ -981,8 +989,7 @@ class PlanSearch(Enumeration):
             x_lb = max(total / q, tab.sorted_time[-(-R // q)] if R <= self.n else 0.0)
             if q > 1:
                 x_lb = self._minmax(tab, lo, q, x_lb)
-            div = sh.v if sh.schedule == "interleaved" else 1
-            c1 = sh.m - 1 / div
+            c1 = sh.c1
             ev = -math.inf
             if sh.replicas > 1 and c1 >= 1:
                 # Some remaining stage j has c1 tau_j + exposed_j >= f(average stage), f convex
