@@ -3,11 +3,13 @@
 Subclass a search kind (:class:`Enumeration`, :class:`Decision`, :class:`Optimisation`, or their
 compiled counterparts ``EnumerationCore``, ``DecisionCore``, ``OptimisationCore``), then call
 ``search()`` with a coordination (:class:`Sequential`, :class:`DepthBounded`, :class:`Budget`).
+``@yewpy.jit`` compiles a plain-Python search class.
 """
 
 from yewpy import core as _core
 from yewpy.core import DecisionCore, EnumerationCore, OptimisationCore
 from yewpy.errors import InputError, UsageError
+from yewpy.compiler import jit
 from yewpy.kinds import Decision, Enumeration, Optimisation
 from yewpy.result import Result
 from yewpy.search import search
@@ -20,5 +22,5 @@ _core.register_search(search)       # Core.search() without the compiled layer i
 __all__ = [
     "Budget", "Decision", "DecisionCore", "DepthBounded", "Enumeration", "EnumerationCore",
     "InputError", "Optimisation", "OptimisationCore", "Ordered", "Result", "Sequential", "StackStealing",
-    "UsageError", "search",
+    "UsageError", "jit", "search",
 ]

@@ -1,0 +1,197 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The core behind ``@yewpy.jit``: the engine contract over compiled functions, no Python per node.
+
+A node is a record of ``width`` 8-byte slots (the layout ``yewpy.compiler.layout`` derives from
+the root).  ``open`` calls the compiled ``expand``, which runs the user's ``children`` generator to
+the end and writes every child into that frame's buffer, in order; ``next`` copies them out one
+at a time.  An enumeration's ``value`` is computed by ``expand`` too, into one more slot after
+the node (a frame's record is ``width + 1`` slots then), so counting a node calls nothing;
+``objective`` and ``bound`` are compiled functions called on a node's record.
+All of them are C function pointers (numba ``cfunc`` addresses) taking the attribute record
+``env`` first, so the engine's per-node loop never enters Python.
+"""
+
+from libc.stdint cimport int64_t, uint64_t, uintptr_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+
+from yewpy.core cimport KIND_ENUMERATION, Core
+
+ctypedef int64_t (*expand_fn)(void* env, void* node, void* out, int64_t capacity) noexcept nogil
+ctypedef int64_t (*int_fn)(void* env, void* node) noexcept nogil
+ctypedef double (*float_fn)(void* env, void* node) noexcept nogil
+
+cdef enum Fold:                 # how an enumeration folds its nodes
+    FOLD_COUNT = 0              # count them (value() not overridden)
+    FOLD_INT = 1                # sum an integer value()
+    FOLD_FLOAT = 2              # sum a float value()
+
+COUNT = FOLD_COUNT
+SUM_INT = FOLD_INT
+SUM_FLOAT = FOLD_FLOAT
+
+
+cdef class JitCore(Core):
+    """Frames as flat records; children generated in full into a per-frame buffer at ``open``."""
+    cdef object problem
+    cdef object codec              # encode(tuple) -> bytes, decode(bytes) -> tuple
+    cdef object keep               # the arrays the env record points into
+    cdef void* env
+    cdef readonly int width        # slots per node
+    cdef int stride                # slots per record: the node, then its value (enumeration with value())
+    cdef size_t node_bytes
+    cdef size_t record_bytes
+    cdef uint64_t* nodes           # frames x stride
+    cdef uint64_t** kids           # per frame: its children's records, count x stride
+    cdef int64_t* kid_cap
+    cdef int64_t* kid_count
+    cdef int64_t* kid_pos
+    cdef int frames
+    cdef expand_fn expand
+    cdef int_fn value_int
+    cdef float_fn value_float, objective_fn, bound_fn
+    cdef int fold
+    cdef int64_t count_int
+    cdef double sum_float
+
+    def __init__(self, problem, codec, keep, uintptr_t env, int width, int kind, bint has_bound,
+                 double sign, int fold, uintptr_t expand, uintptr_t value=0, uintptr_t objective=0,
+                 uintptr_t bound=0):
+        self.problem = problem
+        self.codec = codec
+        self.keep = keep
+        self.env = <void*>env
+        self.width = width
+        self.node_bytes = width * sizeof(uint64_t)
+        self.stride = width + (1 if fold != FOLD_COUNT else 0)
+        self.record_bytes = self.stride * sizeof(uint64_t)
+        self.kind = kind
+        self.has_bound = has_bound
+        self.sign = sign
+        self.fold = fold
+        self.expand = <expand_fn>expand
+        if fold == FOLD_INT:
+            self.value_int = <int_fn>value
+        elif fold == FOLD_FLOAT:
+            self.value_float = <float_fn>value
+        self.objective_fn = <float_fn>objective
+        self.bound_fn = <float_fn>bound
+
+    def __dealloc__(self):
+        cdef int f
+        if self.kids is not NULL:
+            for f in range(self.frames):
+                free(self.kids[f])
+        free(self.kids)
+        free(self.nodes)
+        free(self.kid_cap)
+        free(self.kid_count)
+        free(self.kid_pos)
+
+    def __reduce__(self):
+        return (_rebuild, (self.problem,))
+
+    cdef inline uint64_t* _node(self, int frame) noexcept:
+        return self.nodes + <size_t>frame * self.stride
+
+    cdef int reserve(self, int frames) except -1:
+        cdef int f
+        if frames <= self.frames:
+            return 0
+        self.nodes = <uint64_t*>realloc(self.nodes, frames * self.record_bytes + 8)
+        self.kids = <uint64_t**>realloc(self.kids, frames * sizeof(uint64_t*))
+        self.kid_cap = <int64_t*>realloc(self.kid_cap, frames * sizeof(int64_t))
+        self.kid_count = <int64_t*>realloc(self.kid_count, frames * sizeof(int64_t))
+        self.kid_pos = <int64_t*>realloc(self.kid_pos, frames * sizeof(int64_t))
+        if not (self.nodes and self.kids and self.kid_cap and self.kid_count and self.kid_pos):
+            raise MemoryError()
+        for f in range(self.frames, frames):
+            self.kids[f] = NULL
+            self.kid_cap[f] = 0
+            self.kid_count[f] = 0
+            self.kid_pos[f] = 0
+        self.frames = frames
+        return 0
+
+    cdef int _put(self, int frame, object record) except -1:
+        if PyBytes_GET_SIZE(record) != <Py_ssize_t>self.node_bytes:
+            raise ValueError(f"a node record has {PyBytes_GET_SIZE(record)} bytes, expected {self.node_bytes}")
+        cdef uint64_t* node = self._node(frame)
+        memcpy(node, PyBytes_AS_STRING(record), self.node_bytes)
+        if self.fold == FOLD_INT:                   # the value expand() would have written
+            (<int64_t*>node)[self.width] = self.value_int(self.env, node)
+        elif self.fold == FOLD_FLOAT:
+            (<double*>node)[self.width] = self.value_float(self.env, node)
+        return 0
+
+    cdef int set_root(self) except -1:
+        return self._put(0, self.codec.encode(self.problem.root()))
+
+    cdef int load(self, object node) except -1:
+        return self._put(0, node)
+
+    cdef object dump(self, int frame):
+        return PyBytes_FromStringAndSize(<char*>self._node(frame), self.node_bytes)
+
+    cdef object solution(self, int frame):
+        return self.codec.decode(self.dump(frame))
+
+    cdef int open(self, int frame) except -1:
+        cdef int64_t n = self.expand(self.env, self._node(frame), self.kids[frame], self.kid_cap[frame])
+        cdef int64_t cap
+        cdef uint64_t* grown
+        if n > self.kid_cap[frame]:            # the buffer was too small: grow it and generate again
+            cap = max(n, 2 * self.kid_cap[frame], 8)
+            grown = <uint64_t*>realloc(self.kids[frame], cap * self.record_bytes + 8)
+            if grown is NULL:
+                raise MemoryError()
+            self.kids[frame] = grown
+            self.kid_cap[frame] = cap
+            n = self.expand(self.env, self._node(frame), grown, cap)
+        if n < 0:
+            raise RuntimeError(f"{type(self.problem).__name__}.children failed in compiled code")
+        self.kid_count[frame] = n
+        self.kid_pos[frame] = 0
+        return 0
+
+    cdef int next(self, int frame, int dest) except -1:
+        cdef int64_t pos = self.kid_pos[frame]
+        if pos >= self.kid_count[frame]:
+            return 0
+        self.kid_pos[frame] = pos + 1
+        cdef uint64_t* src = self.kids[frame] + <size_t>pos * self.stride
+        cdef uint64_t* dst = self._node(dest)
+        cdef int k
+        for k in range(self.stride):
+            dst[k] = src[k]
+        return 1
+
+    cdef double objective(self, int frame) except? -1:
+        return self.objective_fn(self.env, self._node(frame))
+
+    cdef double bound(self, int frame) except? -1:
+        return self.bound_fn(self.env, self._node(frame))
+
+    cdef int accumulate(self, int frame) except -1:
+        if self.fold == FOLD_COUNT:
+            self.count_int += 1
+        elif self.fold == FOLD_INT:
+            self.count_int += (<int64_t*>self._node(frame))[self.width]
+        else:
+            self.sum_float += (<double*>self._node(frame))[self.width]
+        return 0
+
+    cdef object take_value(self):
+        if self.kind != KIND_ENUMERATION:
+            return None
+        cdef double total = self.sum_float
+        cdef int64_t count = self.count_int
+        self.sum_float = 0.0
+        self.count_int = 0
+        return total if self.fold == FOLD_FLOAT else count
+
+
+def _rebuild(problem):
+    """Unpickling a core builds it again from its search object (the compiled code is cached)."""
+    return problem._core()
