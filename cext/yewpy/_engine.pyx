@@ -10,7 +10,7 @@ written in Python around these three operations; the per-node loop stays here, i
 
 from cpython.exc cimport PyErr_CheckSignals, PyErr_Occurred
 from cpython.ref cimport PyObject, Py_XDECREF
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, nextafter
 from libc.stdlib cimport free, realloc
 from libc.string cimport memset
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
@@ -195,6 +195,8 @@ cdef class Engine:
         if initial_bound is not None:
             self.inc = core.sign * float(initial_bound)
             self.has_incumbent = True
+        core.cut = -INFINITY
+        self._set_cut()
         self._reserve(2)
         self._grow_metrics(8)
 
@@ -204,6 +206,16 @@ cdef class Engine:
         free(self.m_backtracks)
         free(self.m_prunes)
         free(self.m_spawns)
+
+    cdef inline void _set_cut(self) noexcept:
+        """Tell the core which children break their level (prune_level with a bound): a decision's
+        bound below the target, an optimisation's not above the incumbent."""
+        if not (self.prune_level and self.core.has_bound):
+            return
+        if self.kind == KIND_DECISION:
+            self.core.cut = self.target
+        elif self.kind == KIND_OPTIMISATION and self.has_incumbent:
+            self.core.cut = nextafter(self.inc, INFINITY)
 
     cdef int _reserve(self, int frames) except -1:
         if frames <= self.capacity:
@@ -314,6 +326,7 @@ cdef class Engine:
         if obj > -INFINITY and (not self.has_incumbent or obj > self.inc):   # -inf: not a solution
             self.inc = obj
             self.has_incumbent = True
+            self._set_cut()
             self.witness = core.solution(c)
             self.witness_score = obj
             self.has_witness = True
@@ -464,6 +477,7 @@ cdef class Engine:
         if not self.has_incumbent or s > self.inc:
             self.inc = s
             self.has_incumbent = True
+            self._set_cut()
             return True
         return False
 

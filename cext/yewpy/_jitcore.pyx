@@ -4,9 +4,11 @@
 A node is a record of ``width`` 8-byte slots (the layout ``yewpy.compiler.layout`` derives from
 the root).  ``open`` calls the compiled ``expand``, which runs the user's ``children`` generator to
 the end and writes every child into that frame's buffer, in order; ``next`` copies them out one
-at a time.  An enumeration's ``value`` is computed by ``expand`` too, into one more slot after
-the node (a frame's record is ``width + 1`` slots then), so counting a node calls nothing;
-``objective`` and ``bound`` are compiled functions called on a node's record.
+at a time.  An enumeration's ``value``, or a bounded search's ``bound``, is computed by
+``expand`` too, into one more slot after the node (a frame's record is ``width + 1`` slots
+then), so counting or bounding a node calls nothing; ``objective`` is called on a node's record.
+With ``prune_level``, ``expand`` stops after the first child whose bound is below the engine's
+``cut``: the engine breaks there, so the later siblings would never be pulled.
 All of them are C function pointers (numba ``cfunc`` addresses) taking the attribute record
 ``env`` first, so the engine's per-node loop never enters Python.
 """
@@ -18,7 +20,8 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 
 from yewpy.core cimport KIND_ENUMERATION, Core
 
-ctypedef int64_t (*expand_fn)(void* env, void* node, void* out, int64_t capacity) noexcept nogil
+ctypedef int64_t (*expand_fn)(void* env, void* node, void* out, int64_t capacity,
+                              double cut, int64_t* stop) noexcept nogil
 ctypedef int64_t (*int_fn)(void* env, void* node) noexcept nogil
 ctypedef double (*float_fn)(void* env, void* node) noexcept nogil
 
@@ -39,7 +42,7 @@ cdef class JitCore(Core):
     cdef object keep               # the arrays the env record points into
     cdef void* env
     cdef readonly int width        # slots per node
-    cdef int stride                # slots per record: the node, then its value (enumeration with value())
+    cdef int stride                # slots per record: the node, then its value() or bound() if any
     cdef size_t node_bytes
     cdef size_t record_bytes
     cdef uint64_t* nodes           # frames x stride
@@ -52,6 +55,7 @@ cdef class JitCore(Core):
     cdef int_fn value_int
     cdef float_fn value_float, objective_fn, bound_fn
     cdef int fold
+    cdef int64_t stop              # expand's flag that ends the user's generator at a break
     cdef int64_t count_int
     cdef double sum_float
 
@@ -64,7 +68,7 @@ cdef class JitCore(Core):
         self.env = <void*>env
         self.width = width
         self.node_bytes = width * sizeof(uint64_t)
-        self.stride = width + (1 if fold != FOLD_COUNT else 0)
+        self.stride = width + (1 if fold != FOLD_COUNT or has_bound else 0)
         self.record_bytes = self.stride * sizeof(uint64_t)
         self.kind = kind
         self.has_bound = has_bound
@@ -123,6 +127,8 @@ cdef class JitCore(Core):
             (<int64_t*>node)[self.width] = self.value_int(self.env, node)
         elif self.fold == FOLD_FLOAT:
             (<double*>node)[self.width] = self.value_float(self.env, node)
+        elif self.has_bound:
+            (<double*>node)[self.width] = self.bound_fn(self.env, node)
         return 0
 
     cdef int set_root(self) except -1:
@@ -138,7 +144,8 @@ cdef class JitCore(Core):
         return self.codec.decode(self.dump(frame))
 
     cdef int open(self, int frame) except -1:
-        cdef int64_t n = self.expand(self.env, self._node(frame), self.kids[frame], self.kid_cap[frame])
+        cdef int64_t n = self.expand(self.env, self._node(frame), self.kids[frame], self.kid_cap[frame],
+                                     self.cut, &self.stop)
         cdef int64_t cap
         cdef uint64_t* grown
         if n > self.kid_cap[frame]:            # the buffer was too small: grow it and generate again
@@ -148,7 +155,7 @@ cdef class JitCore(Core):
                 raise MemoryError()
             self.kids[frame] = grown
             self.kid_cap[frame] = cap
-            n = self.expand(self.env, self._node(frame), grown, cap)
+            n = self.expand(self.env, self._node(frame), grown, cap, self.cut, &self.stop)
         if n < 0:
             raise RuntimeError(f"{type(self.problem).__name__}.children failed in compiled code")
         self.kid_count[frame] = n
@@ -171,7 +178,7 @@ cdef class JitCore(Core):
         return self.objective_fn(self.env, self._node(frame))
 
     cdef double bound(self, int frame) except? -1:
-        return self.bound_fn(self.env, self._node(frame))
+        return (<double*>self._node(frame))[self.width]
 
     cdef int accumulate(self, int frame) except -1:
         if self.fold == FOLD_COUNT:

@@ -15,6 +15,9 @@ cdef class Core:
     cdef public int kind
     cdef public bint has_bound
     cdef public double sign         # +1 maximise, -1 minimise
+    cdef public double cut          # set by the engine: with prune_level, a child whose
+                                    # sign * bound < cut ends its parent's generator (a break);
+                                    # a core may stop generating there. -inf: no such cut yet
 
     cdef int reserve(self, int frames) except -1          # frames 0..frames-1 usable
     cdef int set_root(self) except -1                     # frame 0 := the root

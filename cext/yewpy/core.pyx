@@ -7,6 +7,8 @@ API above it: ``yewpy`` registers its ``search`` function here, so ``core.search
 without the compiled layer importing the layer that drives it.
 """
 
+from libc.math cimport INFINITY
+
 ENUMERATION = KIND_ENUMERATION
 DECISION = KIND_DECISION
 OPTIMISATION = KIND_OPTIMISATION
@@ -25,6 +27,7 @@ cdef class Core:
         self.kind = KIND_ENUMERATION
         self.has_bound = False
         self.sign = 1.0
+        self.cut = -INFINITY
 
     cdef int reserve(self, int frames) except -1:
         raise NotImplementedError("Core.reserve")

@@ -58,7 +58,8 @@ def plan_of(cls: type) -> source.Plan:
     """The class's compilation plan, read once per class."""
     found = _plans.get(cls)
     if found is None:
-        found = _plans[cls] = source.plan(cls, entry_methods(cls))
+        entries = entry_methods(cls)
+        found = _plans[cls] = source.plan(cls, entries, stoppable="bound" in entries)
     return found
 
 
@@ -91,14 +92,17 @@ def core_of(problem: Any) -> JitCore:
         entries["objective"] = ("objective", "float64")
         if "bound" in plan.methods:
             entries["bound"] = ("bound", "float64")
-    text, segments = codegen.module_source(plan, layout, attributes, entries)
-    module, seconds = cache.load(text, lambda message, path: _explain(message, path, segments, plan))
-    compile_seconds[cls] = seconds
     sign = 1.0
     if kind == OPTIMISATION:
         if problem.sense not in ("max", "min"):
             raise ValueError(f"sense must be 'max' or 'min', got {problem.sense!r}")
         sign = 1.0 if problem.sense == "max" else -1.0
+    # Generation may stop at a break whenever the search could run with prune_level (search()
+    # can turn it on for one run); the cut stays -inf, and nothing stops, while it is off.
+    break_sign = sign if "bound" in entries else None
+    text, origins = codegen.module_source(plan, layout, attributes, entries, break_sign)
+    module, seconds = cache.load(text, lambda message, path: _explain(message, path, origins, plan))
+    compile_seconds[cls] = seconds
     address = {name: getattr(module, name).address for name in entries}
     return JitCore(problem, layout, keep, env.ctypes.data, layout.width, kind, "bound" in entries, sign,
                    fold, address["expand"], address.get("value", 0), address.get("objective", 0),
@@ -135,18 +139,15 @@ def _environment(problem: Any, plan: source.Plan) -> tuple:
 _LOCATION = re.compile(r'File "([^"]+)", line (\d+)')
 
 
-def _explain(message: str, path: str, segments: list, plan: source.Plan) -> UsageError:
+def _explain(message: str, path: str, origins: dict, plan: source.Plan) -> UsageError:
     """The compiler's message as ``FILE:LINE: Class.method: what``, at the user's line."""
     where = None
     for gen_path, line in _LOCATION.findall(message):
         if os.path.basename(gen_path) != os.path.basename(path):
             continue
-        line = int(line)
-        for seg in segments:
-            if seg.first <= line < seg.first + seg.count:
-                where = f"{seg.path}:{seg.user_first + line - seg.first}: {seg.qualname}"
-                break
-        if where:
+        origin = origins.get(int(line))
+        if origin is not None:
+            where = f"{origin.path}:{origin.line}: {origin.qualname}"
             break
     if where is None:          # the generated glue: the nodes children() yields do not fit the root
         children = plan.methods["children"]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 from numba import types
-from numba.extending import intrinsic, overload_method
+from numba.core.errors import TypingError
+from numba.extending import intrinsic, overload, overload_method
 
 
 @intrinsic
@@ -75,3 +76,28 @@ def _bool_bit_count(x):
     def impl(x):
         return 1 if x else 0
     return impl
+
+
+def integer_slot(value):
+    """A yielded element bound for an integer slot of the node record (compiled code only)."""
+    raise NotImplementedError("compiled code only")
+
+
+@overload(integer_slot)
+def _integer_slot(value):
+    if isinstance(value, (types.Integer, types.Boolean)):
+        return lambda value: value
+    raise TypingError(f"children() yields a {value} where the root has an integer; a compiled node keeps "
+                      "the types of the root's elements (write 0.0 in root() for a float)")
+
+
+@intrinsic
+def release(typingctx, x):
+    """Drop the reference a consumed generator yield leaves on an array (numba 0.68 keeps one
+    per yielded array: without this every array a child carries would leak)."""
+    sig = types.void(x)
+
+    def codegen(context, builder, signature, args):
+        context.nrt.decref(builder, signature.args[0], args[0])
+
+    return sig, codegen

@@ -63,7 +63,7 @@ class Field:
 
     @property
     def slots(self) -> int:
-        return max(self.length, 1) if self.length else 1
+        return self.length or 1
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ import ast
 import builtins
 import inspect
 import io
-import math
 import textwrap
 import tokenize
 import types
@@ -23,7 +22,7 @@ from typing import Any
 from yewpy.errors import UsageError
 
 #: Modules compiled methods may use by name (numba compiles their functions).
-MODULES = {"math": math, "numpy": None, "cmath": None}
+MODULES = ("math", "cmath", "numpy")
 
 #: Constructs refused before the compiler sees them, with what to say.
 _REFUSED = {
@@ -56,6 +55,7 @@ class Method:
     path: str
     first_line: int
     text: str = ""
+    lines: list = field(default_factory=list)       # the user's line of each line of ``text``
     attributes: set = field(default_factory=set)
     helpers: set = field(default_factory=set)
     globals: dict = field(default_factory=dict)     # name -> ("module", modname) or ("constant", value)
@@ -78,8 +78,12 @@ def refuse(method: Method, node: ast.AST | None, what: str) -> UsageError:
     return UsageError(f"{method.where(line)}: {what}")
 
 
-def plan(cls: type, entry: list) -> Plan:
-    """Read ``entry`` (the kind's methods to compile) and every helper method they call."""
+def plan(cls: type, entry: list, stoppable: bool = False) -> Plan:
+    """Read ``entry`` (the kind's methods to compile) and every helper method they call.
+
+    ``stoppable``: ``children`` gets a first parameter ``_stop`` (a one-element array) and returns
+    after any ``yield`` once ``_stop[0]`` is set, so the caller can end it early and numba still
+    releases its locals (a generator abandoned in a loop leaks them)."""
     methods: dict = {}
     todo = list(entry)
     while todo:
@@ -91,7 +95,10 @@ def plan(cls: type, entry: list) -> Plan:
         todo.extend(sorted(method.helpers))
     attributes = sorted(set().union(*(m.attributes for m in methods.values())))
     for method in methods.values():
-        method.text = _rewrite(method, attributes)
+        method.text = _rewrite(method, attributes, stoppable and method.name == "children")
+        method.lines = list(range(method.first_line, method.first_line + method.text.count("\n") + 1))
+        if stoppable and method.name == "children":
+            _add_stops(method)
     return Plan(cls, methods, attributes)
 
 
@@ -214,9 +221,10 @@ def _globals_of(method: Method, cls: type) -> dict:
     return func.__globals__
 
 
-def _rewrite(method: Method, attributes: list) -> str:
+def _rewrite(method: Method, attributes: list, stoppable: bool = False) -> str:
     """The method as a plain function ``m_NAME(self_a, ..., args)``, line for line."""
     params = ", ".join(f"self_{a}" for a in attributes)
+    first = ", ".join((["_stop"] if stoppable else []) + [f"self_{a}" for a in attributes])
     tokens = list(tokenize.generate_tokens(io.StringIO(method.text).readline))
     edits: list = []                    # (first token, last token, replacement)
     i = 0
@@ -227,10 +235,10 @@ def _rewrite(method: Method, attributes: list) -> str:
             seen_def = True
             name, self_tok, after = tokens[i + 1], tokens[i + 3], tokens[i + 4]
             edits.append((name, name, f"m_{name.string}"))
-            if after.string == "," and not params:
+            if after.string == "," and not first:
                 edits.append((self_tok, after, ""))
             else:
-                edits.append((self_tok, self_tok, params))
+                edits.append((self_tok, self_tok, first))
             i += 5
             continue
         if (tok.type == tokenize.NAME and tok.string == "self" and i + 2 < len(tokens)
@@ -247,6 +255,27 @@ def _rewrite(method: Method, attributes: list) -> str:
             continue
         i += 1
     return _apply(method.text, edits)
+
+
+def _add_stops(method: Method) -> None:
+    """After each ``yield`` statement on a line of its own, a line ``if _stop[0]: return``."""
+    tree = ast.parse(method.text)
+    rows = method.text.split("\n")
+    after: dict = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Yield):
+            start = rows[node.lineno - 1]
+            end = rows[node.end_lineno - 1]
+            if start[:node.col_offset].strip() == "" and end[node.end_col_offset:].strip() in ("", "#"):
+                after[node.end_lineno] = start[:node.col_offset]
+    out, lines = [], []
+    for k, (row, user) in enumerate(zip(rows, method.lines), 1):
+        out.append(row)
+        lines.append(user)
+        if k in after:
+            out.append(after[k] + "if _stop[0]: return")
+            lines.append(user)
+    method.text, method.lines = "\n".join(out), lines
 
 
 def _apply(text: str, edits: list) -> str:
