@@ -61,3 +61,14 @@ def mpich_shared_memory():
     for path in segments() - before:
         if str(path) not in in_use:
             path.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def jit_cache(tmp_path_factory) -> Path:
+    """The tests' own cache of compiled ``@yewpy.jit`` searches, inherited by every process they
+    start (MPI ranks load what the first process compiled), never the user's."""
+    import os
+
+    path = tmp_path_factory.mktemp("jit-cache")
+    os.environ["YEWPY_JIT_CACHE"] = str(path)
+    return path

@@ -7,9 +7,9 @@ compiled counterparts ``EnumerationCore``, ``DecisionCore``, ``OptimisationCore`
 """
 
 from yewpy import core as _core
+from yewpy.compiler import jit
 from yewpy.core import DecisionCore, EnumerationCore, OptimisationCore
 from yewpy.errors import InputError, UsageError
-from yewpy.compiler import jit
 from yewpy.kinds import Decision, Enumeration, Optimisation
 from yewpy.result import Result
 from yewpy.search import search

@@ -11,10 +11,11 @@ from typing import Any
 import numpy as np
 
 from yewpy._jitcore import COUNT, SUM_FLOAT, SUM_INT, JitCore
+from yewpy.compiler import cache, codegen, source
+from yewpy.compiler.intrinsics import OWN
+from yewpy.compiler.layout import NodeLayout, attribute
 from yewpy.core import DECISION, ENUMERATION, OPTIMISATION
 from yewpy.errors import UsageError
-from yewpy.compiler import cache, codegen, source
-from yewpy.compiler.layout import NodeLayout, attribute
 from yewpy.kinds import Decision, Enumeration, Optimisation
 
 _plans: dict = {}
@@ -117,7 +118,8 @@ def _environment(problem: Any, plan: source.Plan) -> tuple:
         try:
             value = getattr(problem, name)
         except AttributeError:
-            raise UsageError(f"{reader.where()}: reads self.{name}, which this object does not have") from None
+            raise UsageError(f"{reader.where()}: reads self.{name}, which this object does not have"
+                             ) from None
         spec, data = attribute(name, value, reader.where())
         specs.append(spec)
         values.append(data)
@@ -149,6 +151,9 @@ def _explain(message: str, path: str, origins: dict, plan: source.Plan) -> Usage
         if origin is not None:
             where = f"{origin.path}:{origin.line}: {origin.qualname}"
             break
+    own = re.search(re.escape(OWN) + r"(.*)", message)
+    if own:
+        return UsageError(f"{plan.methods['children'].where()}: {own.group(1).strip()}")
     if where is None:          # the generated glue: the nodes children() yields do not fit the root
         children = plan.methods["children"]
         where = (f"{children.where()}: the children it yields do not match the root's layout "
@@ -157,17 +162,11 @@ def _explain(message: str, path: str, origins: dict, plan: source.Plan) -> Usage
 
 
 def _first_lines(message: str) -> str:
-    """The compiler's own words, without its traceback of internal frames."""
-    keep = []
-    for line in message.splitlines():
-        text = line.strip()
-        if text.startswith("Failed in "):
-            continue
-        if not text or text.startswith(("File ", "During:", "- Resolution", "Rewrite", "This error")):
-            if keep:
-                break
-            continue
-        keep.append(text)
-        if len(keep) >= 2:
-            break
+    """The compiler's own words (its first statement, and what it names after a colon), without
+    its trace of internal frames."""
+    words = [line.strip() for line in message.splitlines()]
+    words = [w for w in words if w and not w.startswith("Failed in ")]
+    keep = words[:1]
+    if keep and keep[0].endswith(":") and len(words) > 1:
+        keep.append(words[1].lstrip("> ").strip())
     return " ".join(keep)[:400]

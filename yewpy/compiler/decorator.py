@@ -33,6 +33,20 @@ def jit(cls: T | None = None) -> Any:
 
     namespace = {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__,
                  "_core": _core, "__yewpy_jit__": True}
+    if not hasattr(cls, "fingerprint"):
+        namespace["fingerprint"] = _fingerprint
     jitted = type(cls.__name__, (cls,), namespace)
     build._plans[jitted] = build._plans[cls]
     return jitted
+
+
+def _fingerprint(self: Any) -> bytes:
+    """What a checkpoint of a jitted search is tied to: the compiled methods' text and the
+    object's attributes (the class itself pickles differently in every process)."""
+    import cloudpickle
+
+    from yewpy.compiler import build, source
+
+    plan = build.plan_of(type(self))
+    state = sorted(vars(self).items())
+    return source.describe(plan).encode() + cloudpickle.dumps(state, protocol=4)

@@ -12,6 +12,9 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import intrinsic, overload, overload_method
 
+#: Marks the compiler messages that yewpy writes itself, so they reach the user whole.
+OWN = "[yewpy] "
+
 
 @intrinsic
 def popcount(typingctx, x):
@@ -87,8 +90,8 @@ def integer_slot(value):
 def _integer_slot(value):
     if isinstance(value, (types.Integer, types.Boolean)):
         return lambda value: value
-    raise TypingError(f"children() yields a {value} where the root has an integer; a compiled node keeps "
-                      "the types of the root's elements (write 0.0 in root() for a float)")
+    raise TypingError(f"{OWN}children() yields a {value} where the root has an integer; a compiled node "
+                      "keeps the types of the root's elements (write 0.0 in root() for a float)")
 
 
 @intrinsic
@@ -101,3 +104,19 @@ def release(typingctx, x):
         context.nrt.decref(builder, signature.args[0], args[0])
 
     return sig, codegen
+
+
+def node_arity(child, fields):
+    """Checks at compile time that a yielded child has the root's number of elements."""
+    raise NotImplementedError("compiled code only")
+
+
+@overload(node_arity, prefer_literal=True)
+def _node_arity(child, fields):
+    want = getattr(fields, "literal_value", None)
+    have = len(child) if isinstance(child, types.BaseTuple) else None
+    if have != want:
+        what = f"a tuple of {have} elements" if have is not None else f"a {child}"
+        raise TypingError(f"{OWN}children() yields {what}; the root is a tuple of {want} elements, and a "
+                          "compiled node keeps the root's shape")
+    return lambda child, fields: None

@@ -84,7 +84,7 @@ class NodeLayout:
         return out
 
     def describe(self) -> str:
-        return "node(" + ", ".join(f.code if not f.length else f"{f.code}[{f.length}]" for f in self.fields) + ")"
+        return "node(" + ", ".join(f"{f.code}[{f.length}]" if f.length else f.code for f in self.fields) + ")"
 
     @classmethod
     def of_root(cls, root: Any, where: str) -> NodeLayout:

@@ -150,7 +150,7 @@ def _local_names(fn: ast.FunctionDef) -> set:
 def _check_body(method: Method, fn: ast.FunctionDef, generator: bool, cls: type) -> None:
     local = _local_names(fn)
     parents = {child: parent for parent in ast.walk(fn) for child in ast.iter_child_nodes(parent)}
-    yields = []
+    yields, returns = [], []
     for node in ast.walk(fn):
         if node is fn:
             continue
@@ -162,13 +162,15 @@ def _check_body(method: Method, fn: ast.FunctionDef, generator: bool, cls: type)
                 raise refuse(method, node, "uses a string; compiled methods work on numbers")
         if isinstance(node, ast.Yield):
             yields.append(node)
-        if isinstance(node, ast.Return) and node.value is not None and generator:
-            raise refuse(method, node, "returns a value; children() is a generator: yield each child "
-                                       "and end with a bare return")
+        if isinstance(node, ast.Return) and node.value is not None:
+            returns.append(node)
         if isinstance(node, ast.Name):
             _check_name(method, node, parents, local, cls)
     if generator and not yields:
         raise refuse(method, fn, "is not a generator; write children() with yield")
+    if generator and returns:
+        raise refuse(method, returns[0], "returns a value; children() is a generator: yield each child "
+                                         "and end with a bare return")
     if not generator and yields:
         raise refuse(method, yields[0], "yields; only children() is a generator")
 
