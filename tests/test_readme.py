@@ -34,3 +34,24 @@ def test_the_first_command_installs_what_draws_the_plots():
     optional = project["optional-dependencies"]
     assert any(dep.startswith("matplotlib") for extra in extras for dep in optional[extra])
 
+
+
+def test_readme_jit_example_prints_what_it_claims(tmp_path):
+    """The README's @yewpy.jit block, run from a file (the decorator reads the source)."""
+    import subprocess
+    import sys
+
+    block = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)[1]
+    assert "@yewpy.jit" in block
+    script = tmp_path / "bitqueens.py"
+    script.write_text("import yewpy\n" + block)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["14200"]
+
+
+def test_the_first_command_installs_the_jit_compiler():
+    import tomllib
+
+    project = tomllib.loads((README.parent / "pyproject.toml").read_text())["project"]
+    assert any(dep.startswith("numba") for dep in project["dependencies"])

@@ -4,7 +4,9 @@
 A node is a record of ``width`` 8-byte slots (the layout ``yewpy.compiler.layout`` derives from
 the root).  ``open`` calls the compiled ``expand``, which runs the user's ``children`` generator to
 the end and writes every child into that frame's buffer, in order; ``next`` copies them out one
-at a time.  An enumeration's ``value``, or a bounded search's ``bound``, is computed by
+at a time, by pointing the next frame at that child's record (the buffer stays put while the child's
+subtree is searched: a frame's buffer is rewritten only when a new node is expanded there, and
+the deeper frames are rewritten before they are read again).  An enumeration's ``value``, or a bounded search's ``bound``, is computed by
 ``expand`` too, into one more slot after the node (a frame's record is ``width + 1`` slots
 then), so counting or bounding a node calls nothing; ``objective`` is called on a node's record.
 With ``prune_level``, ``expand`` stops after the first child whose bound is below the engine's
@@ -45,7 +47,8 @@ cdef class JitCore(Core):
     cdef int stride                # slots per record: the node, then its value() or bound() if any
     cdef size_t node_bytes
     cdef size_t record_bytes
-    cdef uint64_t* nodes           # frames x stride
+    cdef uint64_t* root            # the record of frame 0's node (set_root, load)
+    cdef uint64_t** cur            # per frame: its node's record (the root, or a parent's buffer)
     cdef uint64_t** kids           # per frame: its children's records, count x stride
     cdef int64_t* kid_cap
     cdef int64_t* kid_count
@@ -88,7 +91,8 @@ cdef class JitCore(Core):
             for f in range(self.frames):
                 free(self.kids[f])
         free(self.kids)
-        free(self.nodes)
+        free(self.root)
+        free(self.cur)
         free(self.kid_cap)
         free(self.kid_count)
         free(self.kid_pos)
@@ -97,20 +101,25 @@ cdef class JitCore(Core):
         return (_rebuild, (self.problem,))
 
     cdef inline uint64_t* _node(self, int frame) noexcept:
-        return self.nodes + <size_t>frame * self.stride
+        return self.cur[frame]
 
     cdef int reserve(self, int frames) except -1:
         cdef int f
         if frames <= self.frames:
             return 0
-        self.nodes = <uint64_t*>realloc(self.nodes, frames * self.record_bytes + 8)
+        if self.root is NULL:
+            self.root = <uint64_t*>malloc(self.record_bytes + 8)
+        self.cur = <uint64_t**>realloc(self.cur, frames * sizeof(uint64_t*))
         self.kids = <uint64_t**>realloc(self.kids, frames * sizeof(uint64_t*))
         self.kid_cap = <int64_t*>realloc(self.kid_cap, frames * sizeof(int64_t))
         self.kid_count = <int64_t*>realloc(self.kid_count, frames * sizeof(int64_t))
         self.kid_pos = <int64_t*>realloc(self.kid_pos, frames * sizeof(int64_t))
-        if not (self.nodes and self.kids and self.kid_cap and self.kid_count and self.kid_pos):
+        if not (self.root and self.cur and self.kids and self.kid_cap and self.kid_count and self.kid_pos):
             raise MemoryError()
+        self.cur[0] = self.root
         for f in range(self.frames, frames):
+            if f:
+                self.cur[f] = NULL
             self.kids[f] = NULL
             self.kid_cap[f] = 0
             self.kid_count[f] = 0
@@ -118,10 +127,11 @@ cdef class JitCore(Core):
         self.frames = frames
         return 0
 
-    cdef int _put(self, int frame, object record) except -1:
+    cdef int _put(self, object record) except -1:
+        """Frame 0 := the node ``record`` (its value or bound computed here, as expand would)."""
         if PyBytes_GET_SIZE(record) != <Py_ssize_t>self.node_bytes:
             raise ValueError(f"a node record has {PyBytes_GET_SIZE(record)} bytes, expected {self.node_bytes}")
-        cdef uint64_t* node = self._node(frame)
+        cdef uint64_t* node = self.root
         memcpy(node, PyBytes_AS_STRING(record), self.node_bytes)
         if self.fold == FOLD_INT:                   # the value expand() would have written
             (<int64_t*>node)[self.width] = self.value_int(self.env, node)
@@ -132,10 +142,10 @@ cdef class JitCore(Core):
         return 0
 
     cdef int set_root(self) except -1:
-        return self._put(0, self.codec.encode(self.problem.root()))
+        return self._put(self.codec.encode(self.problem.root()))
 
     cdef int load(self, object node) except -1:
-        return self._put(0, node)
+        return self._put(node)
 
     cdef object dump(self, int frame):
         return PyBytes_FromStringAndSize(<char*>self._node(frame), self.node_bytes)
@@ -167,11 +177,7 @@ cdef class JitCore(Core):
         if pos >= self.kid_count[frame]:
             return 0
         self.kid_pos[frame] = pos + 1
-        cdef uint64_t* src = self.kids[frame] + <size_t>pos * self.stride
-        cdef uint64_t* dst = self._node(dest)
-        cdef int k
-        for k in range(self.stride):
-            dst[k] = src[k]
+        self.cur[dest] = self.kids[frame] + <size_t>pos * self.stride
         return 1
 
     cdef double objective(self, int frame) except? -1:
