@@ -70,9 +70,13 @@ class MaskKnapsack(yewpy.Optimisation):
     def bound(self, node):
         i, profit, weight, _ = node
         limit = self.cum_w[i] + self.capacity - weight
-        k = i
-        while k < self.n and self.cum_w[k + 1] <= limit:
-            k += 1
+        k, hi = i, self.n              # binary search: the largest k with cum_w[k] <= limit
+        while k < hi:
+            mid = (k + hi + 1) >> 1
+            if self.cum_w[mid] <= limit:
+                k = mid
+            else:
+                hi = mid - 1
         b = profit + self.cum_p[k] - self.cum_p[i]
         if k < self.n:
             b += (limit - self.cum_w[k]) * self.p[k] / self.w[k]

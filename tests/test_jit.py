@@ -120,7 +120,7 @@ def test_decision_plain_and_jitted_agree(target):
 
 # -- random trees, against the plain class as the oracle ---------------------------------------
 
-class HashTree(yewpy.Enumeration):
+class HashShape:
     """A random tree from a seed: a node's child count and values come from a hash of the node."""
 
     def __init__(self, seed, depth, fan):
@@ -137,29 +137,22 @@ class HashTree(yewpy.Enumeration):
             for k in range((h >> 7) % (self.fan + 1)):
                 yield ((h * 6364136223846793005 + 1442695040888963407 + k * 97) & 0x7FFFFFFFFFFF, d + 1)
 
+
+class HashTree(HashShape, yewpy.Enumeration):
+    """An enumeration over the random tree, summing a value of each node."""
+
     def value(self, node):
         return node[0] % 5 + node[1]
 
 
-class HashMax(yewpy.Optimisation):
-    """Branch and bound on a random tree: objective h % 100, an admissible (loose) bound."""
+class HashMax(HashShape, yewpy.Optimisation):
+    """Branch and bound on the random tree: objective h % 100 on even depths, a loose bound."""
 
     def __init__(self, seed, depth, fan, sense):
-        self.seed = seed
-        self.depth = depth
-        self.fan = fan
+        super().__init__(seed, depth, fan)
         self.sense = sense
         self.maximise = sense == "max"
         self.no_solution = -math.inf if self.maximise else math.inf
-
-    def root(self):
-        return (self.seed, 0)
-
-    def children(self, node):
-        h, d = node
-        if d < self.depth:
-            for k in range((h >> 7) % (self.fan + 1)):
-                yield ((h * 6364136223846793005 + 1442695040888963407 + k * 97) & 0x7FFFFFFFFFFF, d + 1)
 
     def objective(self, node):
         return float(node[0] % 100) if node[1] % 2 == 0 else self.no_solution

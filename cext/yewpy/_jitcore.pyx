@@ -17,7 +17,7 @@ All of them are C function pointers (numba ``cfunc`` addresses) taking the attri
 
 from libc.stdint cimport int64_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 
 from yewpy.core cimport KIND_ENUMERATION, Core
@@ -37,6 +37,14 @@ SUM_INT = FOLD_INT
 SUM_FLOAT = FOLD_FLOAT
 
 
+cdef struct Frame:             # one frame, kept together (one cache line)
+    uint64_t* node             # its node's record: the root's, or one in its parent's buffer
+    uint64_t* kids             # its children's records, count x stride
+    int64_t capacity           # records kids has room for
+    int64_t count              # children generated
+    int64_t pos                # the next child to hand out
+
+
 cdef class JitCore(Core):
     """Frames as flat records; children generated in full into a per-frame buffer at ``open``."""
     cdef object problem
@@ -48,11 +56,7 @@ cdef class JitCore(Core):
     cdef size_t node_bytes
     cdef size_t record_bytes
     cdef uint64_t* root            # the record of frame 0's node (set_root, load)
-    cdef uint64_t** cur            # per frame: its node's record (the root, or a parent's buffer)
-    cdef uint64_t** kids           # per frame: its children's records, count x stride
-    cdef int64_t* kid_cap
-    cdef int64_t* kid_count
-    cdef int64_t* kid_pos
+    cdef Frame* fr
     cdef int frames
     cdef expand_fn expand
     cdef int_fn value_int
@@ -87,21 +91,17 @@ cdef class JitCore(Core):
 
     def __dealloc__(self):
         cdef int f
-        if self.kids is not NULL:
+        if self.fr is not NULL:
             for f in range(self.frames):
-                free(self.kids[f])
-        free(self.kids)
+                free(self.fr[f].kids)
+        free(self.fr)
         free(self.root)
-        free(self.cur)
-        free(self.kid_cap)
-        free(self.kid_count)
-        free(self.kid_pos)
 
     def __reduce__(self):
         return (_rebuild, (self.problem,))
 
     cdef inline uint64_t* _node(self, int frame) noexcept:
-        return self.cur[frame]
+        return self.fr[frame].node
 
     cdef int reserve(self, int frames) except -1:
         cdef int f
@@ -109,21 +109,12 @@ cdef class JitCore(Core):
             return 0
         if self.root is NULL:
             self.root = <uint64_t*>malloc(self.record_bytes + 8)
-        self.cur = <uint64_t**>realloc(self.cur, frames * sizeof(uint64_t*))
-        self.kids = <uint64_t**>realloc(self.kids, frames * sizeof(uint64_t*))
-        self.kid_cap = <int64_t*>realloc(self.kid_cap, frames * sizeof(int64_t))
-        self.kid_count = <int64_t*>realloc(self.kid_count, frames * sizeof(int64_t))
-        self.kid_pos = <int64_t*>realloc(self.kid_pos, frames * sizeof(int64_t))
-        if not (self.root and self.cur and self.kids and self.kid_cap and self.kid_count and self.kid_pos):
+        cdef Frame* grown = <Frame*>realloc(self.fr, frames * sizeof(Frame))
+        if not (self.root and grown):
             raise MemoryError()
-        self.cur[0] = self.root
-        for f in range(self.frames, frames):
-            if f:
-                self.cur[f] = NULL
-            self.kids[f] = NULL
-            self.kid_cap[f] = 0
-            self.kid_count[f] = 0
-            self.kid_pos[f] = 0
+        self.fr = grown
+        memset(self.fr + self.frames, 0, (frames - self.frames) * sizeof(Frame))
+        self.fr[0].node = self.root
         self.frames = frames
         return 0
 
@@ -154,30 +145,30 @@ cdef class JitCore(Core):
         return self.codec.decode(self.dump(frame))
 
     cdef int open(self, int frame) except -1:
-        cdef int64_t n = self.expand(self.env, self._node(frame), self.kids[frame], self.kid_cap[frame],
-                                     self.cut, &self.stop)
+        cdef Frame* f = self.fr + frame
+        cdef int64_t n = self.expand(self.env, f.node, f.kids, f.capacity, self.cut, &self.stop)
         cdef int64_t cap
         cdef uint64_t* grown
-        if n > self.kid_cap[frame]:            # the buffer was too small: grow it and generate again
-            cap = max(n, 2 * self.kid_cap[frame], 8)
-            grown = <uint64_t*>realloc(self.kids[frame], cap * self.record_bytes + 8)
+        if n > f.capacity:                  # the buffer was too small: grow it and generate again
+            cap = max(n, 2 * f.capacity, 8)
+            grown = <uint64_t*>realloc(f.kids, cap * self.record_bytes + 8)
             if grown is NULL:
                 raise MemoryError()
-            self.kids[frame] = grown
-            self.kid_cap[frame] = cap
-            n = self.expand(self.env, self._node(frame), grown, cap, self.cut, &self.stop)
+            f.kids = grown
+            f.capacity = cap
+            n = self.expand(self.env, f.node, grown, cap, self.cut, &self.stop)
         if n < 0:
             raise RuntimeError(f"{type(self.problem).__name__}.children failed in compiled code")
-        self.kid_count[frame] = n
-        self.kid_pos[frame] = 0
+        f.count = n
+        f.pos = 0
         return 0
 
     cdef int next(self, int frame, int dest) except -1:
-        cdef int64_t pos = self.kid_pos[frame]
-        if pos >= self.kid_count[frame]:
+        cdef Frame* f = self.fr + frame
+        if f.pos >= f.count:
             return 0
-        self.kid_pos[frame] = pos + 1
-        self.cur[dest] = self.kids[frame] + <size_t>pos * self.stride
+        self.fr[dest].node = f.kids + <size_t>f.pos * self.stride
+        f.pos += 1
         return 1
 
     cdef double objective(self, int frame) except? -1:

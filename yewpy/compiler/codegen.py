@@ -52,7 +52,7 @@ def module_source(plan: Plan, layout: NodeLayout, attributes: list, entries: dic
         + ", ".join(a.describe() for a in attributes),
         "import numpy as np",
         "from numba import carray, cfunc, njit, types",
-        "from yewpy.compiler.intrinsics import as_pointer, integer_slot, node_arity, release",
+        "from yewpy.compiler.intrinsics import as_pointer, integer_slot, node_arity",
     ]
     for name, (what, value) in sorted(globals_of(plan).items()):
         lines.append(f"import {value} as {name}" if what == "module" else f"{name} = {value!r}")
@@ -63,10 +63,12 @@ def module_source(plan: Plan, layout: NodeLayout, attributes: list, entries: dic
             lines.append(row)
             origins[len(lines)] = Origin(method.path, user, method.qualname)
         lines.append("")
-    for name in plan.methods:
-        lines.append(f"m_{name} = njit(cache=True)(m_{name})")
+    for name in plan.methods:      # numba inlines them into the entry points: one function each
+        lines.append(f"m_{name} = njit(cache=True, inline='always')(m_{name})")
     args = ", ".join(f"self_{a.name}" for a in attributes)
     sep = ", " if args else ""
+    extra = "value" if "value" in entries else "bound" if "bound" in entries else None
+    lines += [""] + _emit_source(layout, entries, extra, args, sep, break_sign)
     for entry, (method, ctype) in entries.items():
         lines.append("")
         if entry == "expand":
@@ -78,46 +80,50 @@ def module_source(plan: Plan, layout: NodeLayout, attributes: list, entries: dic
             lines.append(f"def {entry}(env, src):")
         lines.extend("    " + s for s in _unpack(attributes, layout))
         if entry == "expand":
-            extra = "value" if "value" in entries else "bound" if "bound" in entries else None
             width = layout.width + (1 if extra else 0)
-            lines += [f"    d{v} = carray(dst, cap * {width}, np.{t})" for v, t in _views()]
-            stops = break_sign is not None
-            head = "_stop, " if stops else ""
-            lines += ["    k = 0"]
-            if stops:
-                lines += ["    _stop = carray(flag, 1, np.int64)", "    _stop[0] = 0"]
-            lines += [f"    for child in m_{method}({head}{args}{sep}node):"]
-            pad = "    " if stops else ""
-            if stops:
-                lines += ["        if _stop[0] == 0:"]
-            body = [f"        node_arity(child, {len(layout.fields)})",
-                    "        if k < cap:",
-                    f"            o = k * {width}"]
-            for j, (f, at) in enumerate(zip(layout.fields, layout.offsets())):
-                view = _VIEW[f.code]
-                if f.length:
-                    body.append(f"            d{view}[o + {at}:o + {at + f.length}] = child[{j}]")
-                elif f.code == "b1":
-                    body.append(f"            d{view}[o + {at}] = 1 if child[{j}] else 0")
-                elif f.code == "f8":
-                    body.append(f"            d{view}[o + {at}] = child[{j}]")
-                else:
-                    body.append(f"            d{view}[o + {at}] = integer_slot(child[{j}])")
-            if extra:
-                view = "i" if entries[extra][1] == "int64" else "f"
-                body.append(f"            d{view}[o + {layout.width}] = m_{extra}({args}{sep}child)")
-            if stops:       # the engine breaks at the first child below the cut: end the generator
-                body += [f"            if {break_sign!r} * d{view}[o + {layout.width}] < cut:",
-                         "                _stop[0] = 1",
-                         f"        elif {break_sign!r} * m_bound({args}{sep}child) < cut:",
-                         "            _stop[0] = 1"]
-            body += ["        k += 1"]
-            lines += [pad + row for row in body]
-            lines += [f"        release(child[{j}])" for j, f in enumerate(layout.fields) if f.length]
-            lines += ["    return k"]
+            lines += ["    stop = carray(flag, 1, np.int64)", "    stop[0] = 0"]
+            views = ", ".join(f"carray(dst, cap * {width}, np.{t})" for _, t in _views())
+            lines += [f"    return m_{method}(({views}, cap, cut, stop), {args}{sep}node)"]
         else:
             lines.append(f"    return m_{method}({args}{sep}node)")
     return "\n".join(lines) + "\n", origins
+
+
+def _emit_source(layout: NodeLayout, entries: dict, extra: str | None, args: str, sep: str,
+                 break_sign: float | None) -> list:
+    """``_emit(out, k, child, attributes...)``: child ``k`` into the buffer (with its value or
+    bound), the new count.  ``out`` is (int64 view, uint64 view, float64 view, capacity, cut, stop
+    flag); after a child below the cut it sets the flag and takes no more children."""
+    width = layout.width + (1 if extra else 0)
+    body = ["@njit(cache=True, inline='always')",
+            f"def _emit(out, k, child{sep}{args}):",
+            "    di, du, df, cap, cut, stop = out",
+            f"    node_arity(child, {len(layout.fields)})"]
+    if break_sign is not None:
+        body += ["    if stop[0]:",
+                 "        return k"]
+    body += ["    if k < cap:",
+            f"        o = k * {width}"]
+    for j, (f, at) in enumerate(zip(layout.fields, layout.offsets())):
+        view = _VIEW[f.code]
+        if f.length:
+            body.append(f"        d{view}[o + {at}:o + {at + f.length}] = child[{j}]")
+        elif f.code == "b1":
+            body.append(f"        d{view}[o + {at}] = 1 if child[{j}] else 0")
+        elif f.code == "f8":
+            body.append(f"        d{view}[o + {at}] = child[{j}]")
+        else:
+            body.append(f"        d{view}[o + {at}] = integer_slot(child[{j}])")
+    if extra:
+        view = "i" if entries[extra][1] == "int64" else "f"
+        body.append(f"        d{view}[o + {layout.width}] = m_{extra}({args}{sep}child)")
+    if break_sign is not None:        # the engine breaks at the first child below the cut
+        body += [f"        if {break_sign!r} * d{view}[o + {layout.width}] < cut:",
+                 "            stop[0] = 1",
+                 f"    elif {break_sign!r} * m_bound({args}{sep}child) < cut:",
+                 "        stop[0] = 1"]
+    body.append("    return k + 1")
+    return body
 
 
 def _views() -> list:

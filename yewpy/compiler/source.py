@@ -81,9 +81,8 @@ def refuse(method: Method, node: ast.AST | None, what: str) -> UsageError:
 def plan(cls: type, entry: list, stoppable: bool = False) -> Plan:
     """Read ``entry`` (the kind's methods to compile) and every helper method they call.
 
-    ``stoppable``: ``children`` gets a first parameter ``_stop`` (a one-element array) and returns
-    after any ``yield`` once ``_stop[0]`` is set, so the caller can end it early and numba still
-    releases its locals (a generator abandoned in a loop leaks them)."""
+    ``children`` becomes a plain function that hands each child to ``_emit`` (see
+    :func:`_emitter`); ``stoppable``: it returns after a child once the sink's stop flag is set."""
     methods: dict = {}
     todo = list(entry)
     while todo:
@@ -95,10 +94,10 @@ def plan(cls: type, entry: list, stoppable: bool = False) -> Plan:
         todo.extend(sorted(method.helpers))
     attributes = sorted(set().union(*(m.attributes for m in methods.values())))
     for method in methods.values():
-        method.text = _rewrite(method, attributes, stoppable and method.name == "children")
         method.lines = list(range(method.first_line, method.first_line + method.text.count("\n") + 1))
-        if stoppable and method.name == "children":
-            _add_stops(method)
+        if method.name == "children":
+            _emitter(method, attributes, stoppable)
+        method.text = _rewrite(method, attributes, ["_out"] if method.name == "children" else [])
     return Plan(cls, methods, attributes)
 
 
@@ -223,10 +222,10 @@ def _globals_of(method: Method, cls: type) -> dict:
     return func.__globals__
 
 
-def _rewrite(method: Method, attributes: list, stoppable: bool = False) -> str:
-    """The method as a plain function ``m_NAME(self_a, ..., args)``, line for line."""
+def _rewrite(method: Method, attributes: list, leading: list) -> str:
+    """The method as a plain function ``m_NAME(*leading, self_a, ..., args)``, line for line."""
     params = ", ".join(f"self_{a}" for a in attributes)
-    first = ", ".join((["_stop"] if stoppable else []) + [f"self_{a}" for a in attributes])
+    first = ", ".join(leading + [f"self_{a}" for a in attributes])
     tokens = list(tokenize.generate_tokens(io.StringIO(method.text).readline))
     edits: list = []                    # (first token, last token, replacement)
     i = 0
@@ -259,25 +258,66 @@ def _rewrite(method: Method, attributes: list, stoppable: bool = False) -> str:
     return _apply(method.text, edits)
 
 
-def _add_stops(method: Method) -> None:
-    """After each ``yield`` statement on a line of its own, a line ``if _stop[0]: return``."""
+def _emitter(method: Method, attributes: list, stoppable: bool) -> None:
+    """``children`` as a function that writes its children instead of yielding them.
+
+    ``yield CHILD`` becomes ``_k = _emit(_out, _k, (CHILD), self_a, ...)`` (the generated
+    ``_emit`` stores the child in the frame's buffer and returns the count), a bare ``return``
+    becomes ``return _k``, ``_k = 0`` opens the body and ``return _k`` closes it; with
+    ``stoppable``, a line ``if _out[5][0]: return _k`` follows each ``yield`` on a line of its own
+    (the sink's stop flag: the engine breaks at that child).  numba's generators cost about 15
+    times a plain loop per child, and leak when abandoned.  Lines are mapped to the user's."""
     tree = ast.parse(method.text)
+    fn = tree.body[0]
     rows = method.text.split("\n")
-    after: dict = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Yield):
-            start = rows[node.lineno - 1]
-            end = rows[node.end_lineno - 1]
-            if start[:node.col_offset].strip() == "" and end[node.end_col_offset:].strip() in ("", "#"):
-                after[node.end_lineno] = start[:node.col_offset]
+    parents = {child: parent for parent in ast.walk(fn) for child in ast.iter_child_nodes(parent)}
+    if fn.body[0].lineno == fn.lineno:
+        raise refuse(method, fn, "has its body on the def line; @yewpy.jit needs it on lines of its own")
+    edits: dict = {}
+    stops: dict = {}
+    tail = "".join(f", self_{a}" for a in attributes)
+
+    def column(line: int, offset: int) -> int:            # ast counts UTF-8 bytes
+        return len(rows[line - 1].encode()[:offset].decode(errors="ignore"))
+
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Yield):
+            if not isinstance(parents.get(node), ast.Expr):
+                raise refuse(method, node, "uses yield as an expression; yield each child as a statement")
+            if node.value is None:
+                raise refuse(method, node, "yields nothing; yield each child, a tuple like the root")
+            start, end = column(node.lineno, node.col_offset), column(node.end_lineno, node.end_col_offset)
+            edits.setdefault(node.lineno, []).append((start, start + 5, "_k = _emit(_out, _k, ("))
+            edits.setdefault(node.end_lineno, []).append((end, end, f"){tail})"))
+            first, last = rows[node.lineno - 1], rows[node.end_lineno - 1]
+            if first[:start].strip() == "" and last[end:].split("#")[0].strip() == "":
+                stops[node.end_lineno] = first[:start]
+        elif isinstance(node, ast.Return):          # a bare return (a valued one is refused)
+            start = column(node.lineno, node.col_offset)
+            edits.setdefault(node.lineno, []).append((start, start + 6, "return _k"))
+    for line, changes in edits.items():
+        row = rows[line - 1]
+        for start, end, text in sorted(changes, reverse=True):
+            row = row[:start] + text + row[end:]
+        rows[line - 1] = row
+    body_line = fn.body[0].lineno
+    indent = rows[body_line - 1][:column(body_line, fn.body[0].col_offset)]
     out, lines = [], []
     for k, (row, user) in enumerate(zip(rows, method.lines), 1):
+        if k == body_line:
+            out.append(indent + "_k = 0")
+            lines.append(user)
         out.append(row)
         lines.append(user)
-        if k in after:
-            out.append(after[k] + "if _stop[0]: return")
+        if stoppable and k in stops:
+            out.append(stops[k] + "if _out[5][0]: return _k")
             lines.append(user)
-    method.text, method.lines = "\n".join(out), lines
+    while out and not out[-1].strip():
+        out.pop()
+        lines.pop()
+    out.append(indent + "return _k")
+    lines.append(lines[-1])
+    method.text, method.lines = "\n".join(out) + "\n", lines + [lines[-1]]
 
 
 def _apply(text: str, edits: list) -> str:
