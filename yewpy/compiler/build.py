@@ -19,6 +19,7 @@ from yewpy.errors import UsageError
 from yewpy.kinds import Decision, Enumeration, Optimisation
 
 _plans: dict = {}
+_addresses: dict = {}       # (class, layout, attribute types, entries, sign) -> the entry points
 #: Seconds the last core of each class spent compiling (0 when it came from the cache).
 compile_seconds: dict = {}
 
@@ -101,10 +102,13 @@ def core_of(problem: Any) -> JitCore:
     # Generation may stop at a break whenever the search could run with prune_level (search()
     # can turn it on for one run); the cut stays -inf, and nothing stops, while it is off.
     break_sign = sign if "bound" in entries else None
-    text, origins = codegen.module_source(plan, layout, attributes, entries, break_sign)
-    module, seconds = cache.load(text, lambda message, path: _explain(message, path, origins, plan))
-    compile_seconds[cls] = seconds
-    address = {name: getattr(module, name).address for name in entries}
+    shape = (cls, layout, tuple(attributes), tuple(entries.items()), break_sign)
+    address = _addresses.get(shape)
+    if address is None:                 # a new class or new types: generate, then compile or load
+        text, origins = codegen.module_source(plan, layout, attributes, entries, break_sign)
+        module, seconds = cache.load(text, lambda message, path: _explain(message, path, origins, plan))
+        compile_seconds[cls] = seconds
+        address = _addresses[shape] = {name: getattr(module, name).address for name in entries}
     return JitCore(problem, layout, keep, env.ctypes.data, layout.width, kind, "bound" in entries, sign,
                    fold, address["expand"], address.get("value", 0), address.get("objective", 0),
                    address.get("bound", 0))

@@ -94,17 +94,6 @@ def _integer_slot(value):
                       "keeps the types of the root's elements (write 0.0 in root() for a float)")
 
 
-@intrinsic
-def release(typingctx, x):
-    """Drop the reference a consumed generator yield leaves on an array (numba 0.68 keeps one
-    per yielded array: without this every array a child carries would leak)."""
-    sig = types.void(x)
-
-    def codegen(context, builder, signature, args):
-        context.nrt.decref(builder, signature.args[0], args[0])
-
-    return sig, codegen
-
 
 def node_arity(child, fields):
     """Checks at compile time that a yielded child has the root's number of elements."""
