@@ -6,9 +6,10 @@ the root).  ``open`` calls the compiled ``expand``, which runs the user's ``chil
 the end and writes every child into that frame's buffer, in order; ``next`` copies them out one
 at a time, by pointing the next frame at that child's record (the buffer stays put while the child's
 subtree is searched: a frame's buffer is rewritten only when a new node is expanded there, and
-the deeper frames are rewritten before they are read again).  An enumeration's ``value``, or a bounded search's ``bound``, is computed by
-``expand`` too, into one more slot after the node (a frame's record is ``width + 1`` slots
-then), so counting or bounding a node calls nothing; ``objective`` is called on a node's record.
+the deeper frames are rewritten before they are read again).  An enumeration's ``value``, or a
+decision's or optimisation's ``objective`` and ``bound``, are computed by ``expand`` too, into
+the slots after the node (a record is ``width`` slots plus one per such number), so accounting a
+node calls nothing; the cfuncs compute them only for a task's root (``set_root``, ``load``).
 With ``prune_level``, ``expand`` stops after the first child whose bound is below the engine's
 ``cut``: the engine breaks there, so the later siblings would never be pulled.
 All of them are C function pointers (numba ``cfunc`` addresses) taking the attribute record
@@ -52,7 +53,7 @@ cdef class JitCore(Core):
     cdef object keep               # the arrays the env record points into
     cdef void* env
     cdef readonly int width        # slots per node
-    cdef int stride                # slots per record: the node, then its value() or bound() if any
+    cdef int stride                # slots per record: the node, then value(), or objective() and bound()
     cdef size_t node_bytes
     cdef size_t record_bytes
     cdef uint64_t* root            # the record of frame 0's node (set_root, load)
@@ -75,7 +76,10 @@ cdef class JitCore(Core):
         self.env = <void*>env
         self.width = width
         self.node_bytes = width * sizeof(uint64_t)
-        self.stride = width + (1 if fold != FOLD_COUNT or has_bound else 0)
+        if kind == KIND_ENUMERATION:
+            self.stride = width + (0 if fold == FOLD_COUNT else 1)
+        else:
+            self.stride = width + 1 + has_bound         # objective at width, bound after it
         self.record_bytes = self.stride * sizeof(uint64_t)
         self.kind = kind
         self.has_bound = has_bound
@@ -128,8 +132,10 @@ cdef class JitCore(Core):
             (<int64_t*>node)[self.width] = self.value_int(self.env, node)
         elif self.fold == FOLD_FLOAT:
             (<double*>node)[self.width] = self.value_float(self.env, node)
-        elif self.has_bound:
-            (<double*>node)[self.width] = self.bound_fn(self.env, node)
+        elif self.kind != KIND_ENUMERATION:
+            (<double*>node)[self.width] = self.objective_fn(self.env, node)
+            if self.has_bound:
+                (<double*>node)[self.width + 1] = self.bound_fn(self.env, node)
         return 0
 
     cdef int set_root(self) except -1:
@@ -172,10 +178,10 @@ cdef class JitCore(Core):
         return 1
 
     cdef double objective(self, int frame) except? -1:
-        return self.objective_fn(self.env, self._node(frame))
+        return (<double*>self._node(frame))[self.width]
 
     cdef double bound(self, int frame) except? -1:
-        return (<double*>self._node(frame))[self.width]
+        return (<double*>self._node(frame))[self.width + 1]
 
     cdef int accumulate(self, int frame) except -1:
         if self.fold == FOLD_COUNT:

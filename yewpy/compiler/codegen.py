@@ -3,12 +3,13 @@
 The entry points are numba ``cfunc``s with fixed C signatures that :class:`yewpy._jitcore.JitCore`
 calls through their addresses:
 
-- ``expand(env, node, out, capacity, cut) -> count``: run ``children`` on the node's record and
-  write the first ``capacity`` children into ``out``; the count is all of them.  With an
-  enumeration's ``value`` or a ``bound``, each child's record is followed by that number (one
-  more slot).  With ``prune_level``, generation ends after the first child whose signed bound is
-  below ``cut`` (the engine breaks there);
-- ``value(env, node)``, ``objective(env, node)``, ``bound(env, node)``: one number.
+- ``expand(env, node, out, capacity, cut, stop) -> count``: run ``children`` (rewritten to hand
+  each child to ``_emit``) on the node's record and write the first ``capacity`` children into
+  ``out``; the count is all of them.  Each child's record is followed by its ``value``, or its
+  ``objective`` and ``bound``, one slot each.  With ``prune_level``, generation ends after the
+  first child whose signed bound is below ``cut`` (the engine breaks there);
+- ``value(env, node)``, ``objective(env, node)``, ``bound(env, node)``: one number, for the
+  root of a task.
 
 ``env`` is one 8-byte slot per scalar attribute, and address plus shape per array attribute.
 The module's text is the cache key, so everything the code depends on is written into it.
@@ -67,8 +68,8 @@ def module_source(plan: Plan, layout: NodeLayout, attributes: list, entries: dic
         lines.append(f"m_{name} = njit(cache=True, inline='always')(m_{name})")
     args = ", ".join(f"self_{a.name}" for a in attributes)
     sep = ", " if args else ""
-    extra = "value" if "value" in entries else "bound" if "bound" in entries else None
-    lines += [""] + _emit_source(layout, entries, extra, args, sep, break_sign)
+    extras = [name for name in ("value", "objective", "bound") if name in entries]
+    lines += [""] + _emit_source(layout, entries, extras, args, sep, break_sign)
     for entry, (method, ctype) in entries.items():
         lines.append("")
         if entry == "expand":
@@ -80,7 +81,7 @@ def module_source(plan: Plan, layout: NodeLayout, attributes: list, entries: dic
             lines.append(f"def {entry}(env, src):")
         lines.extend("    " + s for s in _unpack(attributes, layout))
         if entry == "expand":
-            width = layout.width + (1 if extra else 0)
+            width = layout.width + len(extras)
             lines += ["    stop = carray(flag, 1, np.int64)", "    stop[0] = 0"]
             views = ", ".join(f"carray(dst, cap * {width}, np.{t})" for _, t in _views())
             lines += [f"    return m_{method}(({views}, cap, cut, stop), {args}{sep}node)"]
@@ -89,12 +90,12 @@ def module_source(plan: Plan, layout: NodeLayout, attributes: list, entries: dic
     return "\n".join(lines) + "\n", origins
 
 
-def _emit_source(layout: NodeLayout, entries: dict, extra: str | None, args: str, sep: str,
+def _emit_source(layout: NodeLayout, entries: dict, extras: list, args: str, sep: str,
                  break_sign: float | None) -> list:
-    """``_emit(out, k, child, attributes...)``: child ``k`` into the buffer (with its value or
-    bound), the new count.  ``out`` is (int64 view, uint64 view, float64 view, capacity, cut, stop
+    """``_emit(out, k, child, attributes...)``: child ``k`` into the buffer (then its ``extras``:
+    value, or objective and bound), the new count.  ``out`` is (int64 view, uint64 view, float64 view, capacity, cut, stop
     flag); after a child below the cut it sets the flag and takes no more children."""
-    width = layout.width + (1 if extra else 0)
+    width = layout.width + len(extras)
     body = ["@njit(cache=True, inline='always')",
             f"def _emit(out, k, child{sep}{args}):",
             "    di, du, df, cap, cut, stop = out",
@@ -114,11 +115,12 @@ def _emit_source(layout: NodeLayout, entries: dict, extra: str | None, args: str
             body.append(f"        d{view}[o + {at}] = child[{j}]")
         else:
             body.append(f"        d{view}[o + {at}] = integer_slot(child[{j}])")
-    if extra:
-        view = "i" if entries[extra][1] == "int64" else "f"
-        body.append(f"        d{view}[o + {layout.width}] = m_{extra}({args}{sep}child)")
+    for at, name in enumerate(extras, layout.width):
+        view = "i" if entries[name][1] == "int64" else "f"
+        body.append(f"        d{view}[o + {at}] = m_{name}({args}{sep}child)")
     if break_sign is not None:        # the engine breaks at the first child below the cut
-        body += [f"        if {break_sign!r} * d{view}[o + {layout.width}] < cut:",
+        at = layout.width + extras.index("bound")
+        body += [f"        if {break_sign!r} * df[o + {at}] < cut:",
                  "            stop[0] = 1",
                  f"    elif {break_sign!r} * m_bound({args}{sep}child) < cut:",
                  "        stop[0] = 1"]
