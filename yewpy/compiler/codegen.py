@@ -93,8 +93,9 @@ def module_source(plan: Plan, layout: NodeLayout, attributes: list, entries: dic
 def _emit_source(layout: NodeLayout, entries: dict, extras: list, args: str, sep: str,
                  break_sign: float | None) -> list:
     """``_emit(out, k, child, attributes...)``: child ``k`` into the buffer (then its ``extras``:
-    value, or objective and bound), the new count.  ``out`` is (int64 view, uint64 view, float64 view, capacity, cut, stop
-    flag); after a child below the cut it sets the flag and takes no more children."""
+    value, or objective and bound), the new count.  ``out`` is (int64 view, uint64 view, float64
+    view, capacity, cut, stop flag); after a child below the cut it sets the flag and takes no
+    more children."""
     width = layout.width + len(extras)
     body = ["@njit(cache=True, inline='always')",
             f"def _emit(out, k, child{sep}{args}):",
