@@ -38,3 +38,4 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1     # CI runs a
 export OMPI_MCA_rmaps_base_oversubscribe=1                          # 4-64 ranks on 2 cores
 export OMPI_MCA_btl_vader_single_copy_mechanism=none                # no ptrace/CMA in containers
 .venv-openmpi/bin/pytest tests/test_mpi.py tests/test_mpi_stealing.py tests/test_faults.py tests/test_checkpoint.py
+.venv-openmpi/bin/pytest tests/test_jit.py -k "mpi_ranks or another_rank"    # @yewpy.jit on real ranks
