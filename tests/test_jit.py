@@ -167,6 +167,7 @@ class HashMax(HashShape, yewpy.Optimisation):
 def test_random_enumerations_agree(seed, depth, fan):
     plain, fast = HashTree(seed, depth, fan).search(), yewpy.jit(HashTree)(seed, depth, fan).search()
     assert (fast.value, fast.nodes) == (plain.value, plain.nodes)
+    assert same_metrics(fast, plain)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -176,6 +177,35 @@ def test_random_optimisations_agree(seed, depth, fan, sense, prune_level):
     plain = HashMax(seed, depth, fan, sense).search(prune_level=prune_level)
     fast = yewpy.jit(HashMax)(seed, depth, fan, sense).search(prune_level=prune_level)
     assert (fast.objective, fast.nodes, fast.solution) == (plain.objective, plain.nodes, plain.solution)
+    assert same_metrics(fast, plain)
+
+
+def same_metrics(a, b) -> bool:
+    """Per-depth nodes, backtracks, prunes and spawns: the compiled loop (JitCore.descend) keeps
+    the engine's books exactly as the engine's own loop does for the plain class."""
+    return all(a.metrics[key] == b.metrics[key] for key in ("nodes", "backtracks", "prunes", "spawns"))
+
+
+@pytest.mark.parametrize("coordination,params", [("seq", {}), ("depthbounded", {"spawn_depth": 2}),
+                                                 ("budget", {"backtracks": 7}),
+                                                 ("budget", {"backtracks": 30, "spawn_all": True}),
+                                                 ("stacksteal", {})])
+def test_the_compiled_loop_keeps_the_engines_books(coordination, params):
+    """Enumerations do not depend on timing, so every per-depth count must match the plain
+    class's under every coordination, and node limits and depth limits must cut at the same node."""
+    for plain, fast in [(BitQueens(8), JQueens(8)), (HashTree(11, 6, 4), yewpy.jit(HashTree)(11, 6, 4))]:
+        for extra in ({}, {"max_depth": 5}, {"node_limit": 777}):
+            a, b = fast.search(coordination, **params, **extra), plain.search(coordination, **params, **extra)
+            assert (a.value, a.nodes, a.status) == (b.value, b.nodes, b.status), (coordination, extra)
+            assert same_metrics(a, b), (coordination, extra)
+    args = tutorial_knapsack()                    # one process, same order: optimisations match too
+    a, b = JKnapsack(*args).search(coordination, **params), MaskKnapsack(*args).search(coordination, **params)
+    assert (a.objective, a.nodes, a.solution) == (b.objective, b.nodes, b.solution) and same_metrics(a, b)
+    rows = random_graph(40, 0.5, 7)[:, 0]
+    for target in (5, 7):
+        a = yewpy.jit(CliqueDecision)(rows).search(coordination, target=target, **params)
+        b = CliqueDecision(rows).search(coordination, target=target, **params)
+        assert (a.found, a.nodes, a.solution) == (b.found, b.nodes, b.solution) and same_metrics(a, b)
 
 
 # -- every coordination, in one process ---------------------------------------------------------
@@ -367,6 +397,8 @@ REFUSALS = [
      "without calling it"),
     ("Decision", "(0, 0)", GOOD_CHILDREN, "objective", "with open('f') as f:\n            return 1", 22,
      "a with statement"),
+    ("Optimisation", "(0, 0)", GOOD_CHILDREN, "objective", "return len(self.children(node))", 22,
+     "calls self.children()"),
 ]
 
 

@@ -15,7 +15,9 @@ from libc.stdlib cimport free, realloc
 from libc.string cimport memset
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
-from yewpy.core cimport (KIND_DECISION, KIND_ENUMERATION, KIND_OPTIMISATION, Core, DecisionCore,
+from yewpy.core cimport (DESCENT_BUDGET, DESCENT_FOUND, DESCENT_FRAMES, DESCENT_INCUMBENT,
+                         DESCENT_METRICS, DESCENT_OPEN, KIND_DECISION, KIND_ENUMERATION, KIND_OPTIMISATION,
+                         Core, DecisionCore, Descent,
                          EnumerationCore, OptimisationCore)
 from yewpy.core import DECISION, ENUMERATION, OPTIMISATION  # re-exported for the Python layers
 
@@ -354,7 +356,80 @@ cdef class Engine:
         cdef long long left = slice_nodes
         cdef bint budget_hit
         cdef double now, slice_end = _now() + slice_seconds if slice_seconds > 0 else 0
+        cdef Descent d
+        cdef int status
+        cdef long long budget
+        cdef unsigned int before
         while self.top >= 0:
+            if core.can_descend and self.spawn_depth <= self.base_depth:
+                # No child of this task is spawned: the core walks its frames itself, in chunks
+                # that end where this loop reads the clock, and hands back what needs Python.
+                budget = 256 - (self.tick & 255)
+                if 0 < left < budget:
+                    budget = left
+                if self.node_limit >= 0 and self.node_limit - self.nodes < budget:
+                    budget = max(1, self.node_limit - self.nodes)
+                self._lend(&d, budget)
+                status = core.descend(&d)
+                self.top = d.top
+                self.nodes = d.nodes
+                self.since_budget = d.since_budget
+                budget_hit = status == DESCENT_BUDGET
+                if status == DESCENT_FOUND:
+                    c = d.event
+                    self.found = True
+                    self.witness = core.solution(c)
+                    self.witness_score = core.sign * core.objective(c)
+                    self.has_witness = True
+                    self.top = -1
+                    return FOUND
+                if status == DESCENT_INCUMBENT:
+                    c = d.event
+                    self.inc = d.inc
+                    self.has_incumbent = True
+                    self._set_cut()
+                    self.witness = core.solution(c)
+                    self.witness_score = self.inc
+                    self.has_witness = True
+                    self.incumbent_version += 1
+                    a = self.base_depth + c
+                    if a + 1 < self.max_depth:
+                        core.open(c)
+                        self.closed[c] = 0
+                        self.top = c
+                    else:
+                        budget_hit = self._backtrack(a)
+                elif status == DESCENT_OPEN:
+                    core.open(d.event)
+                    self.closed[d.event] = 0
+                    self.top = d.event
+                elif status == DESCENT_FRAMES:
+                    self._reserve(self.top + 2)
+                elif status == DESCENT_METRICS:
+                    self._grow_metrics(self.base_depth + self.top + 1)
+                if d.accounted == 0:
+                    if budget_hit:
+                        return BUDGET
+                    continue
+                if self.node_limit >= 0 and self.nodes >= self.node_limit:
+                    return NODE_LIMIT
+                before = self.tick
+                self.tick += <unsigned int>d.accounted
+                if (before >> 12) != (self.tick >> 12):
+                    PyErr_CheckSignals()
+                if (before >> 8) != (self.tick >> 8) and (self.deadline > 0 or slice_end > 0):
+                    now = _now()
+                    if self.deadline > 0 and now >= self.deadline:
+                        return TIME_LIMIT
+                    if slice_end > 0 and now >= slice_end and not budget_hit:
+                        return PAUSED
+                if budget_hit:
+                    return BUDGET
+                if left > 0:
+                    left -= d.accounted
+                    if left <= 0:
+                        return PAUSED
+                continue
             top = self.top
             if self.closed[top]:
                 r = 0
@@ -406,6 +481,28 @@ cdef class Engine:
                 if left == 0:
                     return PAUSED
         return DONE
+
+    cdef void _lend(self, Descent* d, long long budget) noexcept:
+        """Fill ``d`` with this engine's state for ``Core.descend``."""
+        d.top = self.top
+        d.base_depth = self.base_depth
+        d.max_depth = self.max_depth
+        d.frames = self.capacity
+        d.metric_depths = self.m_cap
+        d.nodes = self.nodes
+        d.budget = budget
+        d.accounted = 0
+        d.prune_level = self.prune_level
+        d.has_incumbent = self.has_incumbent
+        d.backtrack_budget = self.backtrack_budget
+        d.since_budget = self.since_budget
+        d.event = -1
+        d.inc = self.inc
+        d.target = self.target
+        d.closed = self.closed
+        d.m_nodes = self.m_nodes
+        d.m_backtracks = self.m_backtracks
+        d.m_prunes = self.m_prunes
 
     # -- giving work away ------------------------------------------------------------------
 

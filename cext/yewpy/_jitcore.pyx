@@ -21,12 +21,13 @@ from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 
-from yewpy.core cimport KIND_ENUMERATION, Core
+from yewpy.core cimport KIND_ENUMERATION, Core, Descent
 
 ctypedef int64_t (*expand_fn)(void* env, void* node, void* out, int64_t capacity,
                               double cut, int64_t* stop) noexcept nogil
 ctypedef int64_t (*int_fn)(void* env, void* node) noexcept nogil
 ctypedef double (*float_fn)(void* env, void* node) noexcept nogil
+ctypedef int64_t (*descend_fn)(void* env, void* frames, Descent* d, int64_t* acc, double cut) noexcept nogil
 
 cdef enum Fold:                 # how an enumeration folds its nodes
     FOLD_COUNT = 0              # count them (value() not overridden)
@@ -63,13 +64,13 @@ cdef class JitCore(Core):
     cdef int_fn value_int
     cdef float_fn value_float, objective_fn, bound_fn
     cdef int fold
-    cdef int64_t stop              # expand's flag that ends the user's generator at a break
-    cdef int64_t count_int
-    cdef double sum_float
+    cdef int64_t acc[3]            # expand's stop flag (ends children() at a break), the integer
+                                   # sum or count, the float sum (its bits): shared with descend
+    cdef descend_fn walk
 
     def __init__(self, problem, codec, keep, uintptr_t env, int width, int kind, bint has_bound,
                  double sign, int fold, uintptr_t expand, uintptr_t value=0, uintptr_t objective=0,
-                 uintptr_t bound=0):
+                 uintptr_t bound=0, uintptr_t descend=0):
         self.problem = problem
         self.codec = codec
         self.keep = keep
@@ -91,6 +92,9 @@ cdef class JitCore(Core):
         elif fold == FOLD_FLOAT:
             self.value_float = <float_fn>value
         self.objective_fn = <float_fn>objective
+        self.walk = <descend_fn>descend
+        self.can_descend = descend != 0
+        self.acc[0] = self.acc[1] = self.acc[2] = 0
         self.bound_fn = <float_fn>bound
 
     def __dealloc__(self):
@@ -152,7 +156,7 @@ cdef class JitCore(Core):
 
     cdef int open(self, int frame) except -1:
         cdef Frame* f = self.fr + frame
-        cdef int64_t n = self.expand(self.env, f.node, f.kids, f.capacity, self.cut, &self.stop)
+        cdef int64_t n = self.expand(self.env, f.node, f.kids, f.capacity, self.cut, &self.acc[0])
         cdef int64_t cap
         cdef uint64_t* grown
         if n > f.capacity:                  # the buffer was too small: grow it and generate again
@@ -162,7 +166,7 @@ cdef class JitCore(Core):
                 raise MemoryError()
             f.kids = grown
             f.capacity = cap
-            n = self.expand(self.env, f.node, grown, cap, self.cut, &self.stop)
+            n = self.expand(self.env, f.node, grown, cap, self.cut, &self.acc[0])
         if n < 0:
             raise RuntimeError(f"{type(self.problem).__name__}.children failed in compiled code")
         f.count = n
@@ -183,22 +187,27 @@ cdef class JitCore(Core):
     cdef double bound(self, int frame) except? -1:
         return (<double*>self._node(frame))[self.width + 1]
 
+    cdef int descend(self, Descent* d) except -1:
+        """The engine's per-node loop over these frames, compiled with the search (codegen's
+        ``descend``): it pulls, accounts and expands children until the engine must act."""
+        return <int>self.walk(self.env, self.fr, d, self.acc, self.cut)
+
     cdef int accumulate(self, int frame) except -1:
         if self.fold == FOLD_COUNT:
-            self.count_int += 1
+            self.acc[1] += 1
         elif self.fold == FOLD_INT:
-            self.count_int += (<int64_t*>self._node(frame))[self.width]
+            self.acc[1] += (<int64_t*>self._node(frame))[self.width]
         else:
-            self.sum_float += (<double*>self._node(frame))[self.width]
+            (<double*>&self.acc[2])[0] += (<double*>self._node(frame))[self.width]
         return 0
 
     cdef object take_value(self):
         if self.kind != KIND_ENUMERATION:
             return None
-        cdef double total = self.sum_float
-        cdef int64_t count = self.count_int
-        self.sum_float = 0.0
-        self.count_int = 0
+        cdef double total = (<double*>&self.acc[2])[0]
+        cdef int64_t count = self.acc[1]
+        (<double*>&self.acc[2])[0] = 0.0
+        self.acc[1] = 0
         return total if self.fold == FOLD_FLOAT else count
 
 

@@ -62,6 +62,9 @@ cdef class Core:
     cdef object solution(self, int frame):
         return self.dump(frame)
 
+    cdef int descend(self, Descent* d) except -1:
+        raise NotImplementedError("Core.descend")
+
     def search(self, coordination="seq", **params):
         """Run this search; see :func:`yewpy.search`."""
         if _searcher is None:

@@ -105,13 +105,14 @@ def core_of(problem: Any) -> JitCore:
     shape = (cls, layout, tuple(attributes), tuple(entries.items()), break_sign)
     address = _addresses.get(shape)
     if address is None:                 # a new class or new types: generate, then compile or load
-        text, origins = codegen.module_source(plan, layout, attributes, entries, break_sign)
+        kind_name = {ENUMERATION: "enumeration", DECISION: "decision", OPTIMISATION: "optimisation"}[kind]
+        text, origins = codegen.module_source(plan, layout, attributes, entries, break_sign, kind_name, sign)
         module, seconds = cache.load(text, lambda message, path: _explain(message, path, origins, plan))
         compile_seconds[cls] = seconds
-        address = _addresses[shape] = {name: getattr(module, name).address for name in entries}
+        address = _addresses[shape] = {name: getattr(module, name).address for name in (*entries, "descend")}
     return JitCore(problem, layout, keep, env.ctypes.data, layout.width, kind, "bound" in entries, sign,
                    fold, address["expand"], address.get("value", 0), address.get("objective", 0),
-                   address.get("bound", 0))
+                   address.get("bound", 0), address["descend"])
 
 
 def _environment(problem: Any, plan: source.Plan) -> tuple:

@@ -2,9 +2,9 @@
 text of each method with ``self`` taken out.
 
 Every refusal is a :class:`yewpy.UsageError` that reads ``FILE:LINE: Class.method: what`` and
-names the construct; it comes when the class is decorated, before anything runs.  The rewritten
-text keeps the method's lines one for one, so a compiler message about a generated line maps
-back to the user's line.
+names the construct; it comes when the class is decorated, before anything runs.  Every line
+of the rewritten text knows the user's line it came from, so a compiler message about a
+generated line maps back to the user's line.
 """
 
 from __future__ import annotations
@@ -188,6 +188,9 @@ def _check_name(method: Method, node: ast.Name, parents: dict, local: set, cls: 
             call = parents.get(parent)
             if not (isinstance(call, ast.Call) and call.func is parent):
                 raise refuse(method, node, f"uses the method self.{parent.attr} without calling it")
+            if parent.attr == "children":
+                raise refuse(method, node, "calls self.children(); compiled methods may call the class's "
+                                           "other methods, not the generator")
             if call.keywords:
                 raise refuse(method, call, f"calls self.{parent.attr} with keyword arguments")
             method.helpers.add(parent.attr)
