@@ -246,8 +246,9 @@ def _descend_source(layout: NodeLayout, attributes: list, entries: dict, extras:
              "            kids = as_pointer(fr[oc + 1])",
              "            stop[0] = 0",
              "            node = " + _node_tuple(layout, "ri", "rf", "ru"),
-             f"            n = m_children((carray(kids, cap * {width}, np.int64), carray(kids, cap * {width}, "
-             f"np.uint64), carray(kids, cap * {width}, np.float64), cap, cut, stop), {args}{sep}node)",
+             f"            n = m_children((carray(kids, cap * {width}, np.int64), "
+             f"carray(kids, cap * {width}, np.uint64), carray(kids, cap * {width}, np.float64), "
+             f"cap, cut, stop), {args}{sep}node)",
              "            if n > cap:",
              "                event = c",
              f"                status = {st['OPEN']}",
