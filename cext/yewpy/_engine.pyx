@@ -356,80 +356,9 @@ cdef class Engine:
         cdef long long left = slice_nodes
         cdef bint budget_hit
         cdef double now, slice_end = _now() + slice_seconds if slice_seconds > 0 else 0
-        cdef Descent d
-        cdef int status
-        cdef long long budget
-        cdef unsigned int before
+        if core.can_descend and self.spawn_depth <= self.base_depth:
+            return self._descend(left, slice_end)      # no child of this task is spawned
         while self.top >= 0:
-            if core.can_descend and self.spawn_depth <= self.base_depth:
-                # No child of this task is spawned: the core walks its frames itself, in chunks
-                # that end where this loop reads the clock, and hands back what needs Python.
-                budget = 256 - (self.tick & 255)
-                if 0 < left < budget:
-                    budget = left
-                if self.node_limit >= 0 and self.node_limit - self.nodes < budget:
-                    budget = max(1, self.node_limit - self.nodes)
-                self._lend(&d, budget)
-                status = core.descend(&d)
-                self.top = d.top
-                self.nodes = d.nodes
-                self.since_budget = d.since_budget
-                budget_hit = status == DESCENT_BUDGET
-                if status == DESCENT_FOUND:
-                    c = d.event
-                    self.found = True
-                    self.witness = core.solution(c)
-                    self.witness_score = core.sign * core.objective(c)
-                    self.has_witness = True
-                    self.top = -1
-                    return FOUND
-                if status == DESCENT_INCUMBENT:
-                    c = d.event
-                    self.inc = d.inc
-                    self.has_incumbent = True
-                    self._set_cut()
-                    self.witness = core.solution(c)
-                    self.witness_score = self.inc
-                    self.has_witness = True
-                    self.incumbent_version += 1
-                    a = self.base_depth + c
-                    if a + 1 < self.max_depth:
-                        core.open(c)
-                        self.closed[c] = 0
-                        self.top = c
-                    else:
-                        budget_hit = self._backtrack(a)
-                elif status == DESCENT_OPEN:
-                    core.open(d.event)
-                    self.closed[d.event] = 0
-                    self.top = d.event
-                elif status == DESCENT_FRAMES:
-                    self._reserve(self.top + 2)
-                elif status == DESCENT_METRICS:
-                    self._grow_metrics(self.base_depth + self.top + 1)
-                if d.accounted == 0:
-                    if budget_hit:
-                        return BUDGET
-                    continue
-                if self.node_limit >= 0 and self.nodes >= self.node_limit:
-                    return NODE_LIMIT
-                before = self.tick
-                self.tick += <unsigned int>d.accounted
-                if (before >> 12) != (self.tick >> 12):
-                    PyErr_CheckSignals()
-                if (before >> 8) != (self.tick >> 8) and (self.deadline > 0 or slice_end > 0):
-                    now = _now()
-                    if self.deadline > 0 and now >= self.deadline:
-                        return TIME_LIMIT
-                    if slice_end > 0 and now >= slice_end and not budget_hit:
-                        return PAUSED
-                if budget_hit:
-                    return BUDGET
-                if left > 0:
-                    left -= d.accounted
-                    if left <= 0:
-                        return PAUSED
-                continue
             top = self.top
             if self.closed[top]:
                 r = 0
@@ -463,11 +392,12 @@ cdef class Engine:
             elif outcome == EXIT:
                 self.top = -1
                 return FOUND
+            # _after_nodes(1, ...), written out: this is the per-node path of every other core
             if self.node_limit >= 0 and self.nodes >= self.node_limit:
                 return NODE_LIMIT
             self.tick += 1
             if (self.tick & 4095) == 0:
-                PyErr_CheckSignals()            # Ctrl-C and SIGTERM reach a long compiled run
+                PyErr_CheckSignals()
             if (self.tick & 255) == 0 and (self.deadline > 0 or slice_end > 0):
                 now = _now()
                 if self.deadline > 0 and now >= self.deadline:
@@ -481,6 +411,93 @@ cdef class Engine:
                 if left == 0:
                     return PAUSED
         return DONE
+
+    cdef int _descend(self, long long left, double slice_end) except? -2:
+        """``run`` for a core that walks its own frames (``Core.descend``): lend it this engine's
+        state in chunks that end where ``run`` reads the clock, and act on what it hands back."""
+        cdef Core core = self.core
+        cdef Descent d
+        cdef int status, c, a
+        cdef long long budget
+        cdef bint budget_hit
+        while self.top >= 0:
+            budget = 256 - (self.tick & 255)
+            if 0 < left < budget:
+                budget = left
+            if self.node_limit >= 0 and self.node_limit - self.nodes < budget:
+                budget = max(1, self.node_limit - self.nodes)
+            self._lend(&d, budget)
+            status = core.descend(&d)
+            self.top = d.top
+            self.nodes = d.nodes
+            self.since_budget = d.since_budget
+            budget_hit = status == DESCENT_BUDGET
+            if status == DESCENT_FOUND:
+                c = d.event
+                self.found = True
+                self.witness = core.solution(c)
+                self.witness_score = core.sign * core.objective(c)
+                self.has_witness = True
+                self.top = -1
+                return FOUND
+            if status == DESCENT_INCUMBENT:
+                c = d.event
+                self.inc = d.inc
+                self.has_incumbent = True
+                self._set_cut()
+                self.witness = core.solution(c)
+                self.witness_score = self.inc
+                self.has_witness = True
+                self.incumbent_version += 1
+                a = self.base_depth + c
+                if a + 1 < self.max_depth:
+                    core.open(c)
+                    self.closed[c] = 0
+                    self.top = c
+                else:
+                    budget_hit = self._backtrack(a)
+            elif status == DESCENT_OPEN:
+                core.open(d.event)
+                self.closed[d.event] = 0
+                self.top = d.event
+            elif status == DESCENT_FRAMES:
+                self._reserve(self.top + 2)
+            elif status == DESCENT_METRICS:
+                self._grow_metrics(self.base_depth + self.top + 1)
+            if d.accounted == 0:
+                if budget_hit:
+                    return BUDGET
+                continue
+            status = self._after_nodes(d.accounted, budget_hit, &left, slice_end)
+            if status >= 0:
+                return status
+        return DONE
+
+    cdef inline int _after_nodes(self, long long accounted, bint budget_hit, long long* left,
+                                 double slice_end) except? -2:
+        """What follows ``accounted`` nodes: the node limit, signals every 4096 nodes (Ctrl-C and
+        SIGTERM reach a long compiled run), the clock every 256, the backtrack budget, the
+        slice. A status for ``run`` to return, or -1 to go on."""
+        cdef unsigned int before = self.tick
+        cdef double now
+        if self.node_limit >= 0 and self.nodes >= self.node_limit:
+            return NODE_LIMIT
+        self.tick += <unsigned int>accounted
+        if (before >> 12) != (self.tick >> 12):
+            PyErr_CheckSignals()
+        if (before >> 8) != (self.tick >> 8) and (self.deadline > 0 or slice_end > 0):
+            now = _now()
+            if self.deadline > 0 and now >= self.deadline:
+                return TIME_LIMIT
+            if slice_end > 0 and now >= slice_end and not budget_hit:
+                return PAUSED
+        if budget_hit:
+            return BUDGET
+        if left[0] > 0:
+            left[0] -= accounted
+            if left[0] <= 0:
+                return PAUSED
+        return -1
 
     cdef void _lend(self, Descent* d, long long budget) noexcept:
         """Fill ``d`` with this engine's state for ``Core.descend``."""

@@ -192,14 +192,8 @@ def _descend_source(layout: NodeLayout, attributes: list, entries: dict, extras:
              "            r = 1",
              "    if r == 0:",
              "        closed[top] = 1",
-             "        m_backtracks[base + top] += 1",
              "        top -= 1",
-             "        if bb > 0:",
-             "            since += 1",
-             "            if since >= bb:",
-             "                since = 0",
-             f"                status = {st['BUDGET']}",
-             "                break",
+             *_backtrack("base + top + 1", "        "),
              "        continue",
              "    c = top + 1",
              "    a = base + c",
@@ -258,13 +252,7 @@ def _descend_source(layout: NodeLayout, attributes: list, entries: dict, extras:
              "            closed[c] = 0",
              "            top = c",
              "        else:",
-             "            m_backtracks[a] += 1",
-             "            if bb > 0:",
-             "                since += 1",
-             "                if since >= bb:",
-             "                    since = 0",
-             f"                    status = {st['BUDGET']}",
-             "                    break",
+             *_backtrack("a", "            "),
              "    elif outcome == 2:",
              "        closed[top] = 1",
              f"d[{_D['top']}] = top", f"d[{_D['nodes']}] = nodes", f"d[{_D['accounted']}] = accounted",
@@ -272,6 +260,17 @@ def _descend_source(layout: NodeLayout, attributes: list, entries: dict, extras:
              f"d[{_D['event']}] = event", f"df_[{_D['inc']}] = inc",
              "return status"]
     return out + ["    " + row for row in body]
+
+
+def _backtrack(depth: str, pad: str) -> list:
+    """Count a backtrack at ``depth``; leave the loop with BUDGET when the budget is reached."""
+    return [f"{pad}m_backtracks[{depth}] += 1",
+            f"{pad}if bb > 0:",
+            f"{pad}    since += 1",
+            f"{pad}    if since >= bb:",
+            f"{pad}        since = 0",
+            f"{pad}        status = {_STATUS['BUDGET']}",
+            f"{pad}        break"]
 
 
 def _node_tuple(layout: NodeLayout, vi: str, vf: str, vu: str) -> str:
