@@ -107,13 +107,13 @@ class BitsetClique(yewpy.Optimisation):
 
     def children(self, node):
         size, _, clique, cand = node
-        order = np.empty(self.n, dtype=np.int64)
-        colour = np.empty(self.n, dtype=np.int64)
         rest = cand.copy()
         q = np.empty(self.words, dtype=np.uint64)
         remaining = 0
         for i in range(self.words):
             remaining += int(rest[i]).bit_count()
+        order = np.empty(remaining, dtype=np.int64)       # the candidates, in colouring order
+        colour = np.empty(remaining, dtype=np.int64)
         k = 0
         c = 0
         while remaining:
