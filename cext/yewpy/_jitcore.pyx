@@ -51,6 +51,7 @@ cdef class JitCore(Core):
     """Frames as flat records; children generated in full into a per-frame buffer at ``open``."""
     cdef object problem
     cdef object codec              # encode(tuple) -> bytes, decode(bytes) -> tuple
+    cdef bytes root_record         # the root's record: root() ran once, to find the layout
     cdef object keep               # the arrays the env record points into
     cdef void* env
     cdef readonly int width        # slots per node
@@ -68,11 +69,12 @@ cdef class JitCore(Core):
                                    # sum or count, the float sum (its bits): shared with descend
     cdef descend_fn walk
 
-    def __init__(self, problem, codec, keep, uintptr_t env, int width, int kind, bint has_bound,
-                 double sign, int fold, uintptr_t expand, uintptr_t value=0, uintptr_t objective=0,
-                 uintptr_t bound=0, uintptr_t descend=0):
+    def __init__(self, problem, codec, bytes root_record, keep, uintptr_t env, int width, int kind,
+                 bint has_bound, double sign, int fold, uintptr_t expand, uintptr_t value=0,
+                 uintptr_t objective=0, uintptr_t bound=0, uintptr_t descend=0):
         self.problem = problem
         self.codec = codec
+        self.root_record = root_record
         self.keep = keep
         self.env = <void*>env
         self.width = width
@@ -143,7 +145,7 @@ cdef class JitCore(Core):
         return 0
 
     cdef int set_root(self) except -1:
-        return self._put(self.codec.encode(self.problem.root()))
+        return self._put(self.root_record)
 
     cdef int load(self, object node) except -1:
         return self._put(node)

@@ -110,9 +110,9 @@ def core_of(problem: Any) -> JitCore:
         module, seconds = cache.load(text, lambda message, path: _explain(message, path, origins, plan))
         compile_seconds[cls] = seconds
         address = _addresses[shape] = {name: getattr(module, name).address for name in (*entries, "descend")}
-    return JitCore(problem, layout, keep, env.ctypes.data, layout.width, kind, "bound" in entries, sign,
-                   fold, address["expand"], address.get("value", 0), address.get("objective", 0),
-                   address.get("bound", 0), address["descend"])
+    return JitCore(problem, layout, layout.encode(root), keep, env.ctypes.data, layout.width, kind,
+                   "bound" in entries, sign, fold, address["expand"], address.get("value", 0),
+                   address.get("objective", 0), address.get("bound", 0), address["descend"])
 
 
 def _environment(problem: Any, plan: source.Plan) -> tuple:
