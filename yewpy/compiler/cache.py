@@ -57,7 +57,7 @@ def _write_atomic(path: Path, text: str) -> None:
 def load(source: str, explain) -> tuple:
     """The compiled module for ``source`` and the seconds this call spent compiling (0 when cached).
 
-    ``explain(exc, path)`` turns a compiler error into the user's ``UsageError``."""
+    ``explain(message, path)`` turns a compiler error into the user's ``UsageError``."""
     key = key_of(source)
     if key in _loaded:
         return _loaded[key], 0.0
