@@ -2,11 +2,12 @@
 """The core behind ``@yewpy.jit``: the engine contract over compiled functions, no Python per node.
 
 A node is a record of ``width`` 8-byte slots (the layout ``yewpy.compiler.layout`` derives from
-the root).  ``open`` calls the compiled ``expand``, which runs the user's ``children`` generator to
-the end and writes every child into that frame's buffer, in order; ``next`` copies them out one
-at a time, by pointing the next frame at that child's record (the buffer stays put while the child's
-subtree is searched: a frame's buffer is rewritten only when a new node is expanded there, and
-the deeper frames are rewritten before they are read again).  An enumeration's ``value``, or a
+the root).  ``open`` calls the compiled ``expand``, which runs the user's ``children`` (compiled
+as a loop) to the end and writes every child into that frame's buffer, in order; ``next`` hands
+them out one at a time by pointing the next frame at that child's record (the buffer stays put
+while the child's subtree is searched: a frame's buffer is rewritten only when a new node is
+expanded there, and the deeper frames are rewritten before they are read again).  ``descend``
+runs the engine's per-node loop over these frames in compiled code (``Core.descend``).  An enumeration's ``value``, or a
 decision's or optimisation's ``objective`` and ``bound``, are computed by ``expand`` too, into
 the slots after the node (a record is ``width`` slots plus one per such number), so accounting a
 node calls nothing; the cfuncs compute them only for a task's root (``set_root``, ``load``).
@@ -129,7 +130,8 @@ cdef class JitCore(Core):
         return 0
 
     cdef int _put(self, object record) except -1:
-        """Frame 0 := the node ``record`` (its value or bound computed here, as expand would)."""
+        """Frame 0 := the node ``record``, with the value, or objective and bound, that expand
+        would have stored after it."""
         if PyBytes_GET_SIZE(record) != <Py_ssize_t>self.node_bytes:
             raise ValueError(f"a node record has {PyBytes_GET_SIZE(record)} bytes, expected {self.node_bytes}")
         cdef uint64_t* node = self.root
@@ -169,8 +171,6 @@ cdef class JitCore(Core):
             f.kids = grown
             f.capacity = cap
             n = self.expand(self.env, f.node, grown, cap, self.cut, &self.acc[0])
-        if n < 0:
-            raise RuntimeError(f"{type(self.problem).__name__}.children failed in compiled code")
         f.count = n
         f.pos = 0
         return 0

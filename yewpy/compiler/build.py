@@ -17,6 +17,7 @@ from yewpy.compiler.layout import NodeLayout, attribute
 from yewpy.core import DECISION, ENUMERATION, OPTIMISATION
 from yewpy.errors import UsageError
 from yewpy.kinds import Decision, Enumeration, Optimisation
+from yewpy.runtime.parts import KIND_NAMES
 
 _plans: dict = {}
 _addresses: dict = {}       # (class, layout, attribute types, entries, sign) -> the entry points
@@ -105,8 +106,8 @@ def core_of(problem: Any) -> JitCore:
     shape = (cls, layout, tuple(attributes), tuple(entries.items()), break_sign)
     address = _addresses.get(shape)
     if address is None:                 # a new class or new types: generate, then compile or load
-        kind_name = {ENUMERATION: "enumeration", DECISION: "decision", OPTIMISATION: "optimisation"}[kind]
-        text, origins = codegen.module_source(plan, layout, attributes, entries, break_sign, kind_name, sign)
+        text, origins = codegen.module_source(plan, layout, attributes, entries, break_sign,
+                                              KIND_NAMES[kind], sign)
         module, seconds = cache.load(text, lambda message, path: _explain(message, path, origins, plan))
         compile_seconds[cls] = seconds
         address = _addresses[shape] = {name: getattr(module, name).address for name in (*entries, "descend")}

@@ -9,7 +9,9 @@ calls through their addresses:
   ``objective`` and ``bound``, one slot each.  With ``prune_level``, generation ends after the
   first child whose signed bound is below ``cut`` (the engine breaks there);
 - ``value(env, node)``, ``objective(env, node)``, ``bound(env, node)``: one number, for the
-  root of a task.
+  root of a task;
+- ``descend(env, frames, descent, acc, cut) -> status``: the engine's per-node loop over
+  JitCore's frames, with ``children`` and the accounting inlined (``Core.descend``).
 
 ``env`` is one 8-byte slot per scalar attribute, and address plus shape per array attribute.
 The module's text is the cache key, so everything the code depends on is written into it.
