@@ -180,6 +180,67 @@ def test_random_optimisations_agree(seed, depth, fan, sense, prune_level):
     assert same_metrics(fast, plain)
 
 
+class ArrayTree(yewpy.Enumeration):
+    """A random tree whose shape depends on arrays made in children() and value() in every form
+    the scratch arena serves (yewpy.compiler.scratch); ``size`` past the arena takes the rest
+    from numba's allocator."""
+
+    def __init__(self, seed, depth, fan, size):
+        self.seed, self.depth, self.fan, self.size = seed, depth, fan, size
+        self.weights = np.arange(size, dtype=np.int64) % 3
+
+    def root(self):
+        return (self.seed, 0)
+
+    def children(self, node):
+        h, d = node
+        if d >= self.depth:
+            return
+        a = np.zeros(self.size, dtype=np.int64)
+        b = np.ones(self.size)
+        c = np.empty((2, self.size), np.uint64)
+        e = np.empty_like(a)
+        z = np.zeros_like(b)
+        flags = np.zeros(self.size, np.bool_)
+        for i in range(self.size):
+            a[i] = (h >> (i % 40)) & 7
+            c[0, i] = a[i]
+            c[1, i] = a[i] * 2
+            e[i] = a[i] + 1
+            flags[i] = a[i] > 3
+        w = self.weights.copy()
+        cc = c.copy()
+        t = a.copy()
+        total = 0
+        for i in range(self.size):
+            total += int(t[i] * w[i]) + int(b[i]) + int(z[i]) + int(cc[1, i]) - int(e[i]) + int(flags[i])
+        for k in range(total % (self.fan + 1) if d else self.fan):
+            yield ((h * 1103515245 + total * 12345 + k) & 0x7FFFFFFF, d + 1)
+
+    def value(self, node):
+        digits = np.zeros(4, dtype=np.int64)
+        for i in range(4):
+            digits[i] = (node[0] >> (8 * i)) & 3
+        return int(digits.copy().sum())
+
+
+@pytest.mark.parametrize("seed,size", [(1, 8), (2, 8), (3, 100), (4, 33000)])
+def test_arrays_made_in_compiled_methods(seed, size):
+    plain = ArrayTree(seed, 4, 3, size).search()
+    fast = yewpy.jit(ArrayTree)(seed, 4, 3, size).search()
+    assert plain.nodes > 10
+    assert (fast.value, fast.nodes) == (plain.value, plain.nodes)
+
+
+def test_allocations_are_rewritten_to_the_arena():
+    from yewpy.compiler import build
+
+    text = build.plan_of(yewpy.jit(BitsetClique)).methods["children"].text
+    assert text.count("_scratch_.copy(self__yewpy_scratch, ") == 3          # rest, p, members
+    assert text.count("_scratch_.empty(self__yewpy_scratch, ") == 3         # q, order, colour
+    assert "np.empty" not in text and ".copy()" not in text
+
+
 def same_metrics(a, b) -> bool:
     """Per-depth nodes, backtracks, prunes and spawns: the compiled loop (JitCore.descend) keeps
     the engine's books exactly as the engine's own loop does for the plain class."""

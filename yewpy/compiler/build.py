@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from yewpy._jitcore import COUNT, SUM_FLOAT, SUM_INT, JitCore
-from yewpy.compiler import cache, codegen, source
+from yewpy.compiler import cache, codegen, scratch, source
 from yewpy.compiler.intrinsics import OWN
-from yewpy.compiler.layout import NodeLayout, attribute
+from yewpy.compiler.layout import Attribute, NodeLayout, attribute
 from yewpy.core import DECISION, ENUMERATION, OPTIMISATION
 from yewpy.errors import UsageError
 from yewpy.kinds import Decision, Enumeration, Optimisation
@@ -120,6 +120,10 @@ def _environment(problem: Any, plan: source.Plan) -> tuple:
     """The attribute specs, the ``env`` record, and everything it points into (kept alive)."""
     specs, values = [], []
     for name in plan.attributes:
+        if name == scratch.NAME:
+            specs.append(Attribute(name, "i8", 1))
+            values.append(scratch.arena())
+            continue
         reader = next(m for m in plan.methods.values() if name in m.attributes)
         try:
             value = getattr(problem, name)

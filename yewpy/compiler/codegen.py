@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from yewpy.compiler import scratch
 from yewpy.compiler.layout import NUMBA_NAMES, Attribute, NodeLayout
 from yewpy.compiler.source import Plan, globals_of
 
@@ -57,6 +58,7 @@ def module_source(plan: Plan, layout: NodeLayout, attributes: list, entries: dic
         "import numpy as np",
         "from numba import carray, cfunc, njit, types",
         "from yewpy.compiler.intrinsics import as_pointer, integer_slot, node_arity",
+        "from yewpy.compiler import scratch as _scratch_",
     ]
     for name, (what, value) in sorted(globals_of(plan).items()):
         lines.append(f"import {value} as {name}" if what == "module" else f"{name} = {value!r}")
@@ -83,6 +85,7 @@ def module_source(plan: Plan, layout: NodeLayout, attributes: list, entries: dic
             lines.append(f"@cfunc(types.{ctype}(types.voidptr, types.voidptr), cache=True)")
             lines.append(f"def {entry}(env, src):")
         lines.extend("    " + s for s in _unpack(attributes, layout))
+        lines.extend("    " + s for s in _reset(attributes))
         if entry == "expand":
             width = layout.width + len(extras)
             lines += ["    stop = carray(flag, 1, np.int64)", "    stop[0] = 0"]
@@ -241,6 +244,7 @@ def _descend_source(layout: NodeLayout, attributes: list, entries: dict, extras:
              "            cap = fr[oc + 2]",
              "            kids = as_pointer(fr[oc + 1])",
              "            stop[0] = 0",
+             *("            " + s for s in _reset(attributes)),
              "            node = " + _node_tuple(layout, "ri", "rf", "ru"),
              f"            n = m_children((carray(kids, cap * {width}, np.int64), "
              f"carray(kids, cap * {width}, np.uint64), carray(kids, cap * {width}, np.float64), "
@@ -262,6 +266,13 @@ def _descend_source(layout: NodeLayout, attributes: list, entries: dict, extras:
              f"d[{_D['event']}] = event", f"df_[{_D['inc']}] = inc",
              "return status"]
     return out + ["    " + row for row in body]
+
+
+def _reset(attributes: list) -> list:
+    """Empty the scratch arena, where the methods have one (before a call from the engine)."""
+    if any(a.name == scratch.NAME for a in attributes):
+        return [f"self_{scratch.NAME}[0] = {scratch.START}"]
+    return []
 
 
 def _backtrack(depth: str, pad: str) -> list:

@@ -19,6 +19,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
+from yewpy.compiler import scratch
 from yewpy.errors import UsageError
 
 #: Modules compiled methods may use by name (numba compiles their functions).
@@ -93,6 +94,8 @@ def plan(cls: type, entry: list, stoppable: bool = False) -> Plan:
         methods[name] = method
         todo.extend(sorted(method.helpers))
     attributes = sorted(set().union(*(m.attributes for m in methods.values())))
+    if any(_allocations(m) for m in methods.values()):
+        attributes.append(scratch.NAME)             # see yewpy.compiler.scratch
     for method in methods.values():
         method.lines = list(range(method.first_line, method.first_line + method.text.count("\n") + 1))
         if method.name == "children":
@@ -183,6 +186,8 @@ def _check_name(method: Method, node: ast.Name, parents: dict, local: set, cls: 
         if not isinstance(parent.ctx, ast.Load):
             raise refuse(method, node, f"assigns to self.{parent.attr}; compiled methods may not change the "
                                        "search object")
+        if parent.attr == scratch.NAME:
+            raise refuse(method, node, f"reads self.{scratch.NAME}, a name @yewpy.jit keeps for itself")
         member = inspect.getattr_static(cls, parent.attr, None)
         if isinstance(member, types.FunctionType):
             call = parents.get(parent)
@@ -231,10 +236,18 @@ def _rewrite(method: Method, attributes: list, leading: list) -> str:
     first = ", ".join(leading + [f"self_{a}" for a in attributes])
     tokens = list(tokenize.generate_tokens(io.StringIO(method.text).readline))
     edits: list = []                    # (first token, last token, replacement)
+    arena = f"self_{scratch.NAME}" if scratch.NAME in attributes else None
+    aliases = _numpy_aliases(method)
     i = 0
     seen_def = False
     while i < len(tokens):
         tok = tokens[i]
+        site = _allocation(tokens, i, aliases) if arena else None
+        if site is not None:
+            last, call = site
+            edits.append((tok, tokens[last], call.format(arena=arena)))
+            i = last + 1
+            continue
         if not seen_def and tok.type == tokenize.NAME and tok.string == "def":
             seen_def = True
             name, self_tok, after = tokens[i + 1], tokens[i + 3], tokens[i + 4]
@@ -259,6 +272,38 @@ def _rewrite(method: Method, attributes: list, leading: list) -> str:
             continue
         i += 1
     return _apply(method.text, edits)
+
+
+def _numpy_aliases(method: Method) -> set:
+    return {name for name, (what, value) in method.globals.items() if (what, value) == ("module", "numpy")}
+
+
+def _allocation(tokens: list, i: int, aliases: set) -> tuple | None:
+    """An array allocation starting at token ``i`` that the scratch arena serves: ``np.empty(``
+    (and the other :data:`scratch.CONSTRUCTORS`), ``name.copy()`` or ``self.name.copy()``.
+    Returns the last token's index and the replacement, with ``{arena}`` to fill in."""
+    def text(k: int) -> str:
+        return tokens[k].string if k < len(tokens) else ""
+
+    if tokens[i].type != tokenize.NAME or (i > 0 and text(i - 1) == "."):
+        return None
+    name = tokens[i].string
+    if name in aliases and text(i + 1) == "." and text(i + 2) in scratch.CONSTRUCTORS and text(i + 3) == "(":
+        return i + 3, f"_scratch_.{text(i + 2)}({{arena}}, "
+    if name == "self" and text(i + 1) == "." and tokens[i + 2].type == tokenize.NAME:
+        subject, at = f"self_{text(i + 2)}", i + 3
+    else:
+        subject, at = name, i + 1
+    if [text(at), text(at + 1), text(at + 2), text(at + 3)] == [".", "copy", "(", ")"]:
+        return at + 3, f"_scratch_.copy({{arena}}, {subject})"
+    return None
+
+
+def _allocations(method: Method) -> bool:
+    """Whether the method makes an array the scratch arena can serve."""
+    tokens = list(tokenize.generate_tokens(io.StringIO(method.text).readline))
+    aliases = _numpy_aliases(method)
+    return any(_allocation(tokens, i, aliases) for i in range(len(tokens)))
 
 
 def _emitter(method: Method, attributes: list, stoppable: bool) -> None:
