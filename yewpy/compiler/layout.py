@@ -9,7 +9,9 @@ read-only arrays.  The layout's ``describe()`` text is part of the compiled code
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -19,6 +21,8 @@ from yewpy.errors import UsageError
 _DTYPES = {"i8": np.int64, "u8": np.uint64, "f8": np.float64, "b1": np.bool_}
 NUMBA_NAMES = {"i8": "int64", "u8": "uint64", "f8": "float64", "b1": "boolean"}
 _SLOT_VIEW = {"i8": "i8", "u8": "u8", "f8": "f8", "b1": "i8"}    # which view of a slot reads it
+_SLOT_STRUCT = {code: struct.Struct("=" + c)                       # how decode reads a number
+                for code, c in (("i8", "q"), ("u8", "Q"), ("f8", "d"), ("b1", "q"))}
 
 
 def _code_of_number(value: Any) -> str | None:
@@ -124,16 +128,26 @@ class NodeLayout:
                 parts.append(_words(np.asarray([element]), f.code))
         return b"".join(parts)
 
-    def decode(self, record: bytes) -> tuple:
-        """The node as plain Python values (numbers) and numpy arrays, as the user's code made it."""
+    @cached_property
+    def _reads(self) -> tuple:
+        """Per field: its byte offset, its length (0: a number) and how to read it."""
         out, at = [], 0
         for f in self.fields:
-            n = f.slots
-            raw = np.frombuffer(record, dtype=_DTYPES[_SLOT_VIEW[f.code]], count=n, offset=8 * at)
-            if f.code == "b1":
-                raw = raw != 0
-            out.append(raw.copy() if f.length else raw[0].item())
-            at += n
+            how = _DTYPES[_SLOT_VIEW[f.code]] if f.length else _SLOT_STRUCT[f.code]
+            out.append((8 * at, f.length, how, f.code == "b1"))
+            at += f.slots
+        return tuple(out)
+
+    def decode(self, record: bytes) -> tuple:
+        """The node as plain Python values (numbers) and numpy arrays, as the user's code made it."""
+        out = []
+        for offset, length, how, flag in self._reads:
+            if length:
+                raw = np.frombuffer(record, dtype=how, count=length, offset=offset)
+                out.append(raw != 0 if flag else raw.copy())
+            else:
+                value = how.unpack_from(record, offset)[0]
+                out.append(value != 0 if flag else value)
         return tuple(out)
 
 

@@ -34,8 +34,8 @@ CONSTRUCTORS = ("empty", "zeros", "ones", "empty_like", "zeros_like")
 
 
 def arena() -> np.ndarray:
-    """A fresh arena for one search object."""
-    out = np.zeros(WORDS, dtype=np.int64)
+    """A fresh arena for one search object (only word 0 needs a value)."""
+    out = np.empty(WORDS, dtype=np.int64)
     out[0] = START
     return out
 
