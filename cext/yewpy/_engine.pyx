@@ -420,8 +420,12 @@ cdef class Engine:
         cdef int status, c, a
         cdef long long budget
         cdef bint budget_hit
+        cdef bint timed = self.deadline > 0 or slice_end > 0
         while self.top >= 0:
-            budget = 256 - (self.tick & 255)
+            if timed:                       # the clock is read every 256 nodes
+                budget = 256 - (self.tick & 255)
+            else:                           # only signals are checked, every 4096
+                budget = 4096 - (self.tick & 4095)
             if 0 < left < budget:
                 budget = left
             if self.node_limit >= 0 and self.node_limit - self.nodes < budget:
