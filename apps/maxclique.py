@@ -169,6 +169,8 @@ class MaxClique:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", metavar="FILE", help="DIMACS graph (.clq or .clq.gz)")
+    parser.add_argument("--decision", type=int, default=None, metavar="K",
+                        help="decision search: is there a clique of size K?")
 
 
 def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:

@@ -3,20 +3,43 @@
 A coordination only sets how the engine hands out work (spawn depth, backtrack budget), which
 pool holds the tasks and what a victim gives a thief (``steal``); its ``run`` is the runtime's one
 search loop (``yewpy.runtime.loop.drive``) unless it has a multi-rank behaviour of its own
-(Ordered).
+(Ordered).  A subclass with a ``name`` registers itself (``registry``); its parameters, declared
+with :func:`option`, are also the ``yewpy`` command's flags.
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from yewpy._engine import Engine
 from yewpy.runtime.loop import drive
 from yewpy.runtime.share import STEALS
 
+from . import registry
 from .pool import POOLS
+
+INT32, INT64 = 2 ** 31 - 1, 2 ** 63 - 1       # what the engine's C counters hold
+
+
+def option(default: Any, *flags: str, help: str, low: int | None = None, high: int | None = None,
+           choices: tuple | None = None, metavar: str | None = None) -> Any:
+    """A coordination parameter that is also a ``yewpy`` flag: its ``flags`` (the field's
+    ``--name`` when none), its ``help``, and the range or the choices the command line checks."""
+    return field(default=default, metadata={"flags": flags, "help": help, "low": low, "high": high,
+                                            "choices": choices, "metavar": metavar})
+
+
+def _steal() -> Any:
+    return option("half", "--steal", choices=STEALS,
+                  help="over MPI, what a victim gives a thief: half its open work (default), its "
+                       "shallowest level, or one task")
+
+
+def _pool() -> Any:
+    return option("depthpool", "--pool", "--poolType", choices=tuple(POOLS),
+                  help="the task pool: depthpool (one FIFO per depth, the default) or deque")
 
 
 @dataclass(frozen=True)
@@ -25,6 +48,14 @@ class Coordination:
 
     name = "coordination"
     resumable = True            # its work can be saved as tasks and resumed on any rank count
+    #: Other names it answers to, and, per flag it lacks, why (the command line's message).
+    aliases: ClassVar[tuple] = ()
+    why_not: ClassVar[dict] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            registry.register(cls)
 
     def engine_options(self) -> dict:
         """Keyword arguments for :class:`yewpy._engine.Engine`."""
@@ -60,8 +91,9 @@ class Coordination:
 class Sequential(Coordination):
     """Depth-first search of the whole tree on one explicit stack: the reference."""
 
-    steal: str = "half"
+    steal: str = _steal()
     name = "seq"
+    aliases = ("sequential",)
 
     def __post_init__(self) -> None:
         self._check_steal()
@@ -71,9 +103,9 @@ class Sequential(Coordination):
 class DepthBounded(Coordination):
     """Every surviving child of a node shallower than ``spawn_depth`` becomes its own task."""
 
-    spawn_depth: int = 0
-    pool: str = "depthpool"
-    steal: str = "half"
+    spawn_depth: int = option(0, "-d", "--spawn-depth", low=0, high=INT32, help="spawn depth")
+    pool: str = _pool()
+    steal: str = _steal()
     name = "depthbounded"
 
     def __post_init__(self) -> None:
@@ -100,10 +132,11 @@ class Budget(Coordination):
     ``spawn_all`` offloads every open level (the original thesis rule).
     """
 
-    backtracks: int = 100_000
-    spawn_all: bool = False
-    pool: str = "depthpool"
-    steal: str = "half"
+    backtracks: int = option(100_000, "-b", "--backtrack-budget", low=1, high=INT64,
+                             help="backtracks per task (default 100000)")
+    spawn_all: bool = option(False, "--spawn-all", help="offload every open level")
+    pool: str = _pool()
+    steal: str = _steal()
     name = "budget"
 
     def __post_init__(self) -> None:
@@ -128,8 +161,8 @@ class StackStealing(Coordination):
     """Depth-first search on each worker's own stack; a thief takes a share of a victim's open
     work (``steal``); ``chunked=True`` is YewPar's chunked stack stealing, ``steal="level"``."""
 
-    chunked: bool = False
-    steal: str = "half"
+    chunked: bool = option(False, "--chunked", help="steal a whole level (= --steal level)")
+    steal: str = _steal()
     name = "stacksteal"
 
     def __post_init__(self) -> None:
@@ -140,27 +173,19 @@ class StackStealing(Coordination):
         self._check_steal()
 
 
-def _by_name() -> dict:
-    from .ordered import Ordered
-
-    return {"seq": Sequential, "sequential": Sequential, "depthbounded": DepthBounded, "budget": Budget,
-            "stacksteal": StackStealing, "ordered": Ordered}
-
-
 def coordination(spec: Any = "seq", **params: Any) -> Coordination:
-    """A coordination from a name (``"seq"``, ``"depthbounded"``, ``"budget"``, ``"stacksteal"``,
-    ``"ordered"``) or an object.  ``params`` (``spawn_depth``, ``backtracks``, ``spawn_all``,
-    ``pool``, ``chunked``, ``steal``, ``discrepancy``, ``window``) apply to a name.
+    """A coordination from a registered name (``"seq"``, ``"depthbounded"``, ``"budget"``,
+    ``"stacksteal"``, ``"ordered"``, or a plugin's) or an object.  ``params`` (``spawn_depth``,
+    ``backtracks``, ``spawn_all``, ``pool``, ``chunked``, ``steal``, ``discrepancy``, ``window``,
+    or a plugin's own fields) apply to a name.
     """
     if isinstance(spec, Coordination):
         if params:
             raise TypeError(f"unexpected parameters for {spec!r}: {sorted(params)}")
         return spec
-    by_name = _by_name()
-    if spec not in by_name:
-        names = sorted(set(by_name) - {"sequential"})
-        raise ValueError(f"unknown coordination {spec!r}; choose one of {names}")
-    cls = by_name[spec]
+    cls = registry.lookup(spec) if isinstance(spec, str) else None
+    if cls is None:
+        raise ValueError(f"unknown coordination {spec!r}; choose one of {sorted(registry.classes())}")
     known = set(cls.__dataclass_fields__)
     unknown = set(params) - known
     if unknown:

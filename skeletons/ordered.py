@@ -18,18 +18,21 @@ from yewpy._engine import DONE, ENUMERATION, Engine
 from yewpy.errors import UsageError
 from yewpy.runtime.loop import STOPS, drive
 
-from .coordination import Coordination
+from .coordination import INT32, Coordination, option
 
 
 @dataclass(frozen=True)
 class Ordered(Coordination):
     """Search frontier tasks at ``spawn_depth`` in a fixed priority order (replicable)."""
 
-    spawn_depth: int = 1
-    discrepancy: bool = False
-    window: int = 4
+    spawn_depth: int = option(1, "-d", "--spawn-depth", low=1, high=INT32, help="spawn depth")
+    discrepancy: bool = option(False, "--discrepancy", "--discrepancyOrder",
+                               help="priority by discrepancy count instead of left-to-right index")
+    window: int = option(4, "--window", low=1, high=INT32, metavar="W",
+                         help="rounds a rank may run ahead of the slowest (default 4)")
     name = "ordered"
     resumable = False
+    why_not = {"steal": "it does not steal"}
 
     def __post_init__(self) -> None:
         if self.spawn_depth < 1:

@@ -11,34 +11,18 @@ import signal
 import sys
 from typing import Any
 
-from yewpy.apps import APPS
+from yewpy import __version__
 from yewpy.errors import InputError, UsageError
 from yewpy.operations.session import PENDING, remember_signals
 from yewpy.result import STOPPED, Result
 from yewpy.runtime.metrics import table
-
-# subcommands that are not searches: name -> module with configure(parser) and run(args) -> exit status
-TOOLS: dict[str, str] = {"report": "yewpy.tools.report", "scaling": "yewpy.tools.scaling"}
+from yewpy.tools.coordination_flags import add_flags, coordination_params
+from yewpy.tools.subcommands import TOOLS, app_names, load_app, plain
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("search")
-    g.add_argument("--skeleton", default="seq",
-                   choices=["seq", "depthbounded", "budget", "stacksteal", "ordered"],
-                   help="coordination (default: seq)")
-    g.add_argument("-d", "--spawn-depth", type=int, default=None, help="depthbounded, ordered: spawn depth")
-    g.add_argument("-b", "--backtrack-budget", type=int, default=None, help="budget: backtracks per task")
-    g.add_argument("--spawn-all", action="store_true", help="budget: offload every open level")
-    g.add_argument("--pool", "--poolType", dest="pool", choices=["depthpool", "deque"], default=None)
-    g.add_argument("--chunked", action="store_true", help="stacksteal: steal a whole level (= --steal level)")
-    g.add_argument("--steal", choices=["half", "level", "one"], default=None,
-                   help="over MPI, what a victim gives a thief: half its open work (default), its "
-                   "shallowest level, or one task")
-    g.add_argument("--window", type=int, default=None, metavar="W",
-                   help="ordered: rounds a rank may run ahead of the slowest (default 4)")
-    g.add_argument("--discrepancy", "--discrepancyOrder", dest="discrepancy", action="store_true",
-                   help="ordered: priority by discrepancy count instead of left-to-right index")
-    g.add_argument("--decision", type=int, default=None, metavar="K", help="decision search for target K")
+    add_flags(g)
     g.add_argument("--time-limit", type=float, default=None, metavar="S", help="stop after S seconds")
     g.add_argument("--node-limit", type=int, default=None, metavar="N", help="stop after N nodes")
     g.add_argument("--no-prune-level", action="store_true", help="do not skip siblings after a failed bound")
@@ -58,31 +42,27 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="yewpy", description="Parallel exact combinatorial search.")
+    parser.add_argument("--version", action="version", version=f"yewpy {__version__}")
     sub = parser.add_subparsers(dest="app", required=True, metavar="APP")
-    for name, module_name in APPS.items():
-        module = importlib.import_module(f"yewpy.apps.{module_name}")
-        app_parser = sub.add_parser(name, help=(module.__doc__ or "").splitlines()[0])
+    for name in app_names():
+        module = load_app(name)
+        app_parser = sub.add_parser(name, help=plain(module.__doc__).splitlines()[0])
         module.configure(app_parser)
         _common(app_parser)
     for name, module_name in TOOLS.items():
         module = importlib.import_module(module_name)
-        module.configure(sub.add_parser(name, help=(module.__doc__ or "").splitlines()[0]))
+        module.configure(sub.add_parser(name, help=plain(module.__doc__).splitlines()[0]))
     return parser
 
 
-INT32, INT64 = 2 ** 31 - 1, 2 ** 63 - 1       # what the engine's C counters hold
+INT64 = 2 ** 63 - 1       # what the engine's node counter holds
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
-    """Every numeric search flag in the range the engine can hold, and every duration finite and
-    positive: out of range is an error, never silently another value."""
-    ordered = args.skeleton == "ordered"
-    for flag, value, low, high in (("-d/--spawn-depth", args.spawn_depth, 1 if ordered else 0, INT32),
-                                   ("-b/--backtrack-budget", args.backtrack_budget, 1, INT64),
-                                   ("--node-limit", args.node_limit, 1, INT64),
-                                   ("--window", args.window, 1, INT32)):
-        if value is not None and not low <= value <= high:
-            raise UsageError(f"{flag} must be between {low} and {high}, got {value}")
+    """The node limit in the range the engine can hold, and every duration finite and positive:
+    out of range is an error, never silently another value (coordination flags: their own ranges)."""
+    if args.node_limit is not None and not 1 <= args.node_limit <= INT64:
+        raise UsageError(f"--node-limit must be between 1 and {INT64}, got {args.node_limit}")
     for flag, seconds in (("--time-limit", args.time_limit), ("--checkpoint-every", args.checkpoint_every),
                           ("--progress-every", args.progress_every)):
         if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
@@ -92,39 +72,7 @@ def _check_numbers(args: argparse.Namespace) -> None:
 def search_params(args: argparse.Namespace) -> dict:
     """The ``search()`` keyword arguments the flags ask for."""
     _check_numbers(args)
-    params: dict[str, Any] = {"coordination": args.skeleton}
-    if args.skeleton == "depthbounded":
-        params["spawn_depth"] = args.spawn_depth or 0
-    elif args.skeleton == "ordered":
-        params["spawn_depth"] = 1 if args.spawn_depth is None else args.spawn_depth
-        params["discrepancy"] = args.discrepancy
-        if args.window is not None:
-            params["window"] = args.window
-    elif args.spawn_depth is not None:
-        raise UsageError(f"-d/--spawn-depth applies to depthbounded and ordered, not {args.skeleton}")
-    if args.discrepancy and args.skeleton != "ordered":
-        raise UsageError(f"--discrepancy applies to ordered, not {args.skeleton}")
-    if args.window is not None and args.skeleton != "ordered":
-        raise UsageError(f"--window applies to ordered, not {args.skeleton}")
-    if args.steal is not None:
-        if args.skeleton == "ordered":
-            raise UsageError("--steal does not apply to ordered: it does not steal")
-        if args.chunked and args.steal != "level":
-            raise UsageError(f"--chunked is --steal level; it contradicts steal={args.steal!r}")
-        params["steal"] = args.steal
-    if args.skeleton == "budget":
-        params["backtracks"] = 100_000 if args.backtrack_budget is None else args.backtrack_budget
-        params["spawn_all"] = args.spawn_all
-    elif args.backtrack_budget is not None or args.spawn_all:
-        raise UsageError(f"-b/--spawn-all apply to budget, not {args.skeleton}")
-    if args.skeleton == "stacksteal":
-        params["chunked"] = args.chunked
-    elif args.chunked:
-        raise UsageError(f"--chunked applies to stacksteal, not {args.skeleton}")
-    if args.pool is not None:
-        if args.skeleton not in ("depthbounded", "budget"):
-            raise UsageError(f"--pool applies to depthbounded and budget, not {args.skeleton}")
-        params["pool"] = args.pool
+    params: dict[str, Any] = coordination_params(args)
     if args.time_limit is not None:
         params["time_limit"] = args.time_limit
     if args.node_limit is not None:
@@ -200,7 +148,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        parser = build_parser()
+    except UsageError as exc:                   # a plugin that does not load, or clashes
+        print(f"yewpy: error: {exc}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     if args.app in TOOLS or args.checkpoint is None:
         _end_on_signals()
     if args.app in TOOLS:
@@ -209,11 +162,9 @@ def _run(argv: list[str] | None) -> int:
         except (InputError, UsageError) as exc:
             print(f"yewpy: error: {exc}", file=sys.stderr)
             return 2
-    module = importlib.import_module(f"yewpy.apps.{APPS[args.app]}")
+    module = load_app(args.app)
     try:
         try:
-            if args.decision is not None and args.app != "maxclique":
-                raise UsageError(f"--decision applies to maxclique, not {args.app}")
             result, lines = module.solve(args, **search_params(args))
         except (InputError, UsageError, NotImplementedError) as exc:
             _agree_failure(exc)                 # the other ranks hear of it, then it is raised again

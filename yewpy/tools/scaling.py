@@ -20,12 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from yewpy.apps import APPS
 from yewpy.errors import UsageError
 from yewpy.operations.atomic import write_atomic
 from yewpy.result import ANSWER_KEY, FINISHED
 from yewpy.tools.launch import LAUNCHERS, allocation, launch_command
 from yewpy.tools.speedup import BASELINES, Run, check_answers, medians, read_runs, text_table, to_csv
+from yewpy.tools.subcommands import app_names, plain
 
 SKELETONS = ("depthbounded", "stacksteal", "budget", "ordered")
 # depthbounded's CLI default (-d 0) spawns nothing, so a scaling run would measure one busy rank
@@ -56,7 +56,7 @@ class Config:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.description = __doc__
+    parser.description = plain(__doc__)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--ranks", default="1,2", help="comma-separated rank counts (default: 1,2)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per configuration (default: 3)")
@@ -232,8 +232,8 @@ def run(args: argparse.Namespace) -> int:
     command = list(args.command)
     if not command:
         raise UsageError("give the search after --, e.g. yewpy scaling --ranks 1,2 --out DIR -- nqueens 12")
-    if command[0] not in APPS:
-        raise UsageError(f"unknown app {command[0]!r} after --: choose one of {', '.join(APPS)}")
+    if command[0] not in app_names():
+        raise UsageError(f"unknown app {command[0]!r} after --: choose one of {', '.join(app_names())}")
     taken = [a for a in command if a.split("=")[0] in OWN_FLAGS]
     if taken:
         raise UsageError(f"{' '.join(taken)}: the harness sets skeleton flags and --json itself; "
