@@ -11,11 +11,25 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 def test_readme_python_example_prints_what_it_claims():
     block = re.search(r"```python\n(.*?)```", README.read_text(), re.S).group(1)
     claimed = [line.split("#")[1].split(",")[0].strip() for line in block.splitlines()
-               if line.startswith("print(")]
+               if line.strip().startswith("print(")]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(block, "README.md", "exec"), {"__name__": "readme"})
     assert out.getvalue().split() == claimed == ["4", "4"]
+
+
+def test_readme_python_example_prints_once_on_mpi_ranks(tmp_path):
+    """Under mpiexec every rank runs the script; ``yewpy.rank()`` has rank 0 print."""
+    import sys
+
+    from support import run_ranks
+
+    block = re.search(r"```python\n(.*?)```", README.read_text(), re.S).group(1)
+    script = tmp_path / "queens.py"
+    script.write_text(block)
+    out = run_ranks(2, [sys.executable, str(script)])
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["4", "4"]
 
 
 def test_readme_starts_with_the_two_commands():

@@ -12,15 +12,16 @@ from yewpy.core import DecisionCore, EnumerationCore, OptimisationCore
 from yewpy.errors import InputError, UsageError
 from yewpy.kinds import Decision, Enumeration, Optimisation
 from yewpy.result import Result
+from yewpy.runtime.ranks import rank
 from yewpy.search import search
-from yewpy.skeletons import Budget, DepthBounded, Ordered, Sequential, StackStealing
+from yewpy.skeletons import Budget, Coordination, DepthBounded, Ordered, Sequential, StackStealing, option
 
 __version__ = "0.1.0"
 
 _core.register_search(search)       # Core.search() without the compiled layer importing this one
 
 __all__ = [
-    "Budget", "Decision", "DecisionCore", "DepthBounded", "Enumeration", "EnumerationCore",
+    "Budget", "Coordination", "Decision", "DecisionCore", "DepthBounded", "Enumeration", "EnumerationCore",
     "InputError", "Optimisation", "OptimisationCore", "Ordered", "Result", "Sequential", "StackStealing",
-    "UsageError", "jit", "search",
+    "UsageError", "jit", "option", "rank", "search",
 ]

@@ -62,6 +62,14 @@ def world() -> Any:
     return comm
 
 
+
+def rank() -> int:
+    """This process's rank: 0 outside MPI.  Every rank runs the user's script and gets the same
+    result, so ``if yewpy.rank() == 0:`` prints it once."""
+    comm = world()
+    return 0 if comm is None else comm.Get_rank()
+
+
 def _start_mpi() -> Any:
     """Import mpi4py's MPI, which runs MPI_Init.  That call waits in C for every rank to start it
     and no Python signal handler runs meanwhile, so SIGTERM and SIGINT keep their default action

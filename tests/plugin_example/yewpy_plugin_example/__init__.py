@@ -1,0 +1,1 @@
+"""An example yewpy plugin: the ``fibstrings`` app and the ``shallow`` coordination."""
