@@ -21,12 +21,13 @@ from yewpy.apps.dnn.cost import (
     SCHEDULES,
     Training,
 )
-from yewpy.apps.dnn.models import Model, load_model
+from yewpy.apps.dnn.model_files import load_model
+from yewpy.apps.dnn.models import Model
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, describe, heads_not_divided
 from yewpy.apps.dnn.planner.adagrouper import ada_grouper, read_trace
 from yewpy.apps.dnn.planner.launch import LAUNCHERS, launch_lines, megatron_model_refusal, restrict
+from yewpy.apps.input_numbers import ascii_digits, parse_float
 from yewpy.errors import UsageError
-from yewpy.numbers import ascii_digits, parse_float
 from yewpy.result import Result
 
 FIX_KEYS = {

@@ -53,7 +53,7 @@ def load(args: argparse.Namespace) -> Profile:
         return SYNTHETIC[args.synthetic](**batch)
     from yewpy.apps.dnn.cluster import load_cluster
     from yewpy.apps.dnn.fusion.model import profile_from_model
-    from yewpy.apps.dnn.models import load_model
+    from yewpy.apps.dnn.model_files import load_model
 
     return profile_from_model(load_model(args.model), load_cluster(args.cluster), seq=args.seq,
                               grad_bytes=args.grad_bytes, efficiency=args.efficiency, **batch)

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from yewpy.apps._knapsack import KnapsackCore
+from yewpy.apps.input_numbers import parse_float, parse_int
 from yewpy.errors import InputError
-from yewpy.numbers import parse_float, parse_int
 from yewpy.result import Result
 
 __all__ = ["Knapsack", "KnapsackInstance", "density_order", "read_knapsack"]

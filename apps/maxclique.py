@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from yewpy.apps._maxclique import MaxCliqueCore
+from yewpy.apps.input_numbers import ascii_digits
 from yewpy.errors import InputError, UsageError
-from yewpy.numbers import ascii_digits
 from yewpy.result import Result
 
 __all__ = ["MaxClique", "read_dimacs"]

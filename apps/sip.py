@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from yewpy.apps._sip import SIPCore
+from yewpy.apps.input_numbers import ascii_digits
 from yewpy.errors import InputError, UsageError
-from yewpy.numbers import ascii_digits
 from yewpy.result import Result
 
 __all__ = ["SubgraphIsomorphism", "read_lad"]

@@ -16,8 +16,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from yewpy.apps.input_numbers import ascii_digits, parse_float, parse_int
 from yewpy.errors import InputError
-from yewpy.numbers import ascii_digits, parse_float, parse_int
 
 __all__ = ["TsplibInstance", "att_distance", "ceil_distance", "distance_matrix", "euclidean_distance",
            "geo_distance", "read_tour", "read_tsplib", "tour_length"]

@@ -16,8 +16,8 @@ import shlex
 from typing import Any
 
 from yewpy.apps._uts import BALANCED, BIN, CYCLIC, EXPDEC, FIXED, GEO, HYBRID, LINEAR, UTSCore
+from yewpy.apps.input_numbers import ascii_digits
 from yewpy.errors import UsageError
-from yewpy.numbers import ascii_digits
 from yewpy.result import Result
 
 __all__ = ["NAMED_TREES", "UTS", "parse_uts_params"]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from yewpy.apps.dnn.cluster import load_cluster
 from yewpy.apps.dnn.cost import Training
-from yewpy.apps.dnn.models import load_model
+from yewpy.apps.dnn.model_files import load_model
 from yewpy.apps.dnn_plan import plan
 from yewpy.runtime.ranks import world
 

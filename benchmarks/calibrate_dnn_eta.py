@@ -20,7 +20,8 @@ import math
 
 from yewpy.apps.dnn.cluster import load_cluster
 from yewpy.apps.dnn.cost import Training, megatron_flops
-from yewpy.apps.dnn.models import load_model, transformer
+from yewpy.apps.dnn.model_files import load_model
+from yewpy.apps.dnn.models import transformer
 from yewpy.apps.dnn_plan import plan
 
 # name, t, p, GPUs, batch, published TF/s per GPU (Megatron SC'21 Table 1)

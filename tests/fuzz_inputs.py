@@ -1360,7 +1360,7 @@ def _model_case(rng: random.Random, path: Path, mutated: bool) -> tuple[bytes, o
 
 
 def cases_dnn_model(rng: random.Random, folder: Path, count: int):
-    from yewpy.apps.dnn.models import load_model
+    from yewpy.apps.dnn.model_files import load_model
 
     for k in range(count):
         path = folder / f"m{k}.json"

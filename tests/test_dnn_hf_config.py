@@ -9,7 +9,7 @@ import pytest
 
 from support import assert_names_line, yewpy_cmd
 from yewpy.apps.dnn.hf_config import is_hf_config
-from yewpy.apps.dnn.models import load_model
+from yewpy.apps.dnn.model_files import load_model
 from yewpy.errors import InputError
 
 LLAMA2_7B = {

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from support import yewpy_cmd
 from yewpy.apps.dnn.cluster import load_cluster
 from yewpy.apps.dnn.cost import Training
-from yewpy.apps.dnn.models import load_model, transformer
+from yewpy.apps.dnn.model_files import load_model
+from yewpy.apps.dnn.models import transformer
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch
 from yewpy.apps.dnn.planner.launch import CannotExpress, deepspeed_config, megatron_arguments, restrict
 from yewpy.apps.dnn_plan import plan

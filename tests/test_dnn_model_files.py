@@ -11,7 +11,8 @@ import textwrap
 import pytest
 
 from support import yewpy_cmd
-from yewpy.apps.dnn.models import load_model, transformer
+from yewpy.apps.dnn.model_files import load_model
+from yewpy.apps.dnn.models import transformer
 from yewpy.errors import UsageError
 
 BUILDERS = '''

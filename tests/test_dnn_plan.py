@@ -24,7 +24,8 @@ from yewpy.apps.dnn.cost import (
     stage_cost,
     state_bytes_per_param,
 )
-from yewpy.apps.dnn.models import load_model, read_model, transformer
+from yewpy.apps.dnn.model_files import load_model, read_model
+from yewpy.apps.dnn.models import transformer
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, integer_shares, water_fill
 from yewpy.apps.dnn.planner.treecount import exhaustive_nodes
 from yewpy.apps.dnn_plan import parse_fix, plan

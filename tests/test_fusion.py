@@ -19,7 +19,7 @@ from yewpy.apps.dnn.fusion.balance import split_counts
 from yewpy.apps.dnn.fusion.model import profile_from_model
 from yewpy.apps.dnn.fusion.profile import Profile, bert_large, read_profile, resnet50, write_profile
 from yewpy.apps.dnn.fusion.search import MIB, Fusion
-from yewpy.apps.dnn.models import load_model
+from yewpy.apps.dnn.model_files import load_model
 from yewpy.errors import UsageError
 
 COORDINATIONS = [("seq", {}), ("stacksteal", {}), ("stacksteal", {"chunked": True}),

@@ -141,7 +141,7 @@ LAYERS = '{"transformer": {"layers": %s, "hidden": %s, "heads": 2, "vocab": 8, "
 def test_the_dnn_reader_defects_the_fuzzer_found_stay_fixed(tmp_path, reader, text, message):
     """Each was a traceback, a hang, or nonsense accepted; now one error line (files: FILE:LINE)."""
     from yewpy.apps.dnn.cluster import load_cluster
-    from yewpy.apps.dnn.models import load_model
+    from yewpy.apps.dnn.model_files import load_model
     from yewpy.errors import InputError, UsageError
 
     path = tmp_path / "input.json"

@@ -18,8 +18,8 @@ from yewpy.apps.dnn.cluster import Cluster
 from yewpy.apps.dnn.cost import Training
 from yewpy.apps.dnn.models import Model
 from yewpy.apps.dnn.planner.search import PlanSearch
+from yewpy.apps.input_numbers import parse_float
 from yewpy.errors import InputError
-from yewpy.numbers import parse_float
 
 KS = (2, 4, 8, 16)
 
