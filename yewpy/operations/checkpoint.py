@@ -6,7 +6,7 @@ of the payload), the line ``hmac-sha256 HEX`` signing those two lines and the pa
 user's checkpoint key, then the payload: a pickle of ``{"prior": part, "tasks": [(depth, node),
 ...]}``.  A pickle can run code, so it is loaded only once the signature verifies: a file that
 this user's key did not sign is refused, never executed (the trust model: docs/operations.md).
-``prior`` has the shape of one worker's summary (``yewpy.search.summary``) and holds everything
+``prior`` has the shape of one worker's summary (``yewpy.runtime.parts.summary``) and holds everything
 already accounted: nodes, the enumeration value, the best witness.  Tasks were accounted when
 their parent generated them, so resuming them adds only their descendants and the totals come
 out as in an uninterrupted run.  Files are written to a temporary name, fsynced and renamed,

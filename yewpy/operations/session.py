@@ -1,7 +1,7 @@
 """One rank's operational side of a search: progress lines, checkpoints, resume, the profile.
 
 ``search()`` makes one :class:`Session` per rank.  On one rank, ``poll`` runs between the
-engine's slices; over MPI the runtime (``yewpy.distributed``) calls the same methods and carries
+engine's slices; over MPI the runtime (``yewpy.runtime.mpi``) calls the same methods and carries
 their messages.  A session never changes what is searched, only what is reported and saved.
 """
 
