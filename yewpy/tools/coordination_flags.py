@@ -57,6 +57,11 @@ def _names(owners: list) -> str:
     return owners[0] if len(owners) == 1 else ", ".join(owners[:-1]) + " and " + owners[-1]
 
 
+def flag_strings() -> set[str]:
+    """Every string of every coordination flag (``-d``, ``--spawn-depth``, ``--poolType``, ...)."""
+    return {string for flag in _flags().values() for string in flag.strings}
+
+
 def add_flags(group: Any) -> None:
     """``--skeleton`` and every coordination parameter's flag, on an argparse group."""
     group.add_argument("--skeleton", default="seq", choices=list(registry.classes()),

@@ -23,17 +23,25 @@ from pathlib import Path
 from yewpy.errors import UsageError
 from yewpy.operations.atomic import write_atomic
 from yewpy.result import ANSWER_KEY, FINISHED
+from yewpy.skeletons import registry
+from yewpy.tools import coordination_flags
 from yewpy.tools.launch import LAUNCHERS, allocation, launch_command
 from yewpy.tools.speedup import BASELINES, Run, check_answers, medians, read_runs, text_table, to_csv
 from yewpy.tools.subcommands import app_names, plain
 
-SKELETONS = ("depthbounded", "stacksteal", "budget", "ordered")
 # depthbounded's CLI default (-d 0) spawns nothing, so a scaling run would measure one busy rank
 DEFAULT_PARAMETERS = {"depthbounded": "-d 2"}
-# flags the harness sets itself, so APP ARGS must not
-OWN_FLAGS = ("--skeleton", "--json", "-d", "--spawn-depth", "-b", "--backtrack-budget", "--spawn-all",
-             "--chunked", "--steal", "--window", "--discrepancy", "--discrepancyOrder", "--pool",
-             "--poolType")
+
+
+def timed_skeletons() -> list[str]:
+    """The coordinations a sweep can time: every registered one but seq (the baseline)."""
+    return [name for name in registry.classes() if name != "seq"]
+
+
+def own_flags() -> set[str]:
+    """Flags the harness sets itself (--skeleton, --json and every coordination's), so APP ARGS must not."""
+    return {"--skeleton", "--json", *coordination_flags.flag_strings()}
+
 EXIT_FAILED, EXIT_MISMATCH = 1, 3
 
 
@@ -61,7 +69,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ranks", default="1,2", help="comma-separated rank counts (default: 1,2)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per configuration (default: 3)")
     parser.add_argument("--skeletons", default="depthbounded,stacksteal,budget",
-                        help=f"comma-separated, from {', '.join(SKELETONS)} "
+                        help=f"comma-separated, from {', '.join(timed_skeletons())} "
                              "(default: depthbounded,stacksteal,budget)")
     parser.add_argument("--skeleton-args", action="append", default=[], metavar="SKELETON:FLAGS",
                         help="flags for one skeleton, e.g. 'depthbounded:-d 3'; repeat it to compare "
@@ -95,9 +103,10 @@ def parse_ranks(text: str) -> list[int]:
 def parse_configs(skeletons: str, skeleton_args: Sequence[str]) -> list[Config]:
     """The configurations to time: each skeleton with each of its ``--skeleton-args`` (or its default)."""
     names = [s.strip() for s in skeletons.split(",") if s.strip()]
+    known = timed_skeletons()
     for name in names:
-        if name not in SKELETONS:
-            raise UsageError(f"--skeletons: unknown skeleton {name!r} (choose from {', '.join(SKELETONS)}; "
+        if name not in known:
+            raise UsageError(f"--skeletons: unknown skeleton {name!r} (choose from {', '.join(known)}; "
                              "seq is the baseline: --baseline seq)")
     variants: dict[str, list[str]] = {}
     for item in skeleton_args:
@@ -234,7 +243,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give the search after --, e.g. yewpy scaling --ranks 1,2 --out DIR -- nqueens 12")
     if command[0] not in app_names():
         raise UsageError(f"unknown app {command[0]!r} after --: choose one of {', '.join(app_names())}")
-    taken = [a for a in command if a.split("=")[0] in OWN_FLAGS]
+    own = own_flags()
+    taken = [a for a in command if a.split("=")[0] in own]
     if taken:
         raise UsageError(f"{' '.join(taken)}: the harness sets skeleton flags and --json itself; "
                          "give skeleton flags with --skeleton-args SKELETON:FLAGS")
