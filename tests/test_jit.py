@@ -232,6 +232,35 @@ def test_arrays_made_in_compiled_methods(seed, size):
     assert (fast.value, fast.nodes) == (plain.value, plain.nodes)
 
 
+class ComplexArrays(yewpy.Enumeration):
+    """A chain whose steps come from complex arrays: a dtype the arena does not take, so each
+    constructor falls back to numba's own (np.ones must still give ones)."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def root(self):
+        return (0,)
+
+    def children(self, node):
+        if node[0] < self.n:
+            a = np.ones(3, np.complex128)
+            b = np.zeros(2, np.complex128)
+            c = np.empty(2, np.complex128)
+            c[0] = 1.0
+            c[1] = 2.0
+            yield (node[0] + 1 + int(a.sum().real) + int(b.sum().real) + int(c.sum().real),)
+
+    def value(self, node):
+        return node[0]
+
+
+def test_constructors_the_arena_does_not_take_are_numpys_own():
+    plain, fast = ComplexArrays(20).search(), yewpy.jit(ComplexArrays)(20).search()
+    assert plain.value == 42
+    assert (fast.value, fast.nodes) == (plain.value, plain.nodes)
+
+
 def test_allocations_are_rewritten_to_the_arena():
     from yewpy.compiler import build
 

@@ -81,15 +81,14 @@ def _size_of(shape):
     return impl
 
 
-def _allocator(fill):
-    """The overload body of a constructor that fills with ``fill`` (None: leaves it as it is)."""
+def _allocator(constructor, fill):
+    """The overload body of numpy's ``constructor``, which fills with ``fill`` (None: leaves the
+    memory as it is)."""
 
     def make(arena, shape, dtype=None):
         scalar = _scalar(dtype)
         if scalar is None or not _fits(scalar, shape):     # numba's own constructor, and its message
-            if fill is None:
-                return lambda arena, shape, dtype=None: np.empty(shape, dtype)
-            return lambda arena, shape, dtype=None: np.zeros(shape, dtype)
+            return lambda arena, shape, dtype=None: constructor(shape, dtype)
         element = as_dtype(scalar).type
         itemsize = as_dtype(scalar).itemsize
 
@@ -121,9 +120,9 @@ def ones(arena, shape, dtype=None):
     raise NotImplementedError("compiled code only")
 
 
-overload(empty)(_allocator(None))
-overload(zeros)(_allocator(0))
-overload(ones)(_allocator(1))
+overload(empty)(_allocator(np.empty, None))
+overload(zeros)(_allocator(np.zeros, 0))
+overload(ones)(_allocator(np.ones, 1))
 
 
 def empty_like(arena, x):
