@@ -62,7 +62,6 @@ def world() -> Any:
     return comm
 
 
-
 def rank() -> int:
     """This process's rank: 0 outside MPI.  Every rank runs the user's script and gets the same
     result, so ``if yewpy.rank() == 0:`` prints it once."""
