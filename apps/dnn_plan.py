@@ -73,19 +73,16 @@ def plan(
     """Search, then break ties deterministically; ``result.extras`` holds the JSON plan, the top-K
     alternatives and the sensitivity range. ``params`` go to :func:`yewpy.search`."""
     start = time.perf_counter()
-    if params.get("coordination") == "ordered":
-        raise UsageError("dnn-plan keeps its top-K plans in the search itself, and the ordered skeleton "
-                         "runs only searches with one incumbent: use seq, depthbounded, stacksteal or budget")
     cls = ExhaustivePlanSearch if exhaustive else PlanSearch
     search = cls(model, cluster, train, top=max(1, top))
     refuse_at_root(search)
     result = search.search(**params)
-    if not search.ranked:
+    if not result.solutions:
         raise UsageError(
             f"no plan fits: {model.name} does not fit on {cluster.describe()} in memory "
             "with the allowed techniques"
         )
-    ranked = search.ranked
+    ranked = result.solutions
     best = describe(search, ranked[0][1])
     extras = dict(best)
     extras["top"] = [dict(describe(search, leaf)["plan"], iteration_seconds=value) for value, leaf in ranked]

@@ -330,3 +330,13 @@ def test_a_full_disk_on_rank_0_does_not_end_a_run_on_ranks(tmp_path):
     out = run_ranks(2, [sys.executable, str(script), str(tmp_path / "q.ckpt")], timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[0].split()[:2] == ["73712", "4674890"]
+
+
+@pytest.mark.parametrize("skeleton, params", SKELETONS[:4])
+def test_a_top_k_search_resumes_to_the_same_ranking(tmp_path, skeleton, params):
+    """The ranked solutions travel in the checkpoint, and the resumed run starts at their bar."""
+    from topk_trees import Walks, brute_force
+
+    case = dict(seed=5, k=7, ties=True)
+    result, rounds = _resume_in_steps(lambda: Walks(**case), tmp_path / "t.ckpt", skeleton, params, 60)
+    assert rounds >= 3 and result.status == "optimal" and result.solutions == brute_force(case)

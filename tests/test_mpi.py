@@ -270,38 +270,32 @@ def test_n_tasks_that_mpi_sees_as_n_worlds_of_one_are_refused(count, number):
     assert "one of 3 tasks" in said[0] and "srun --mpi=pmi2" in said[0] and said[1] == said[2] == ""
 
 
-SHARED_BOUND = textwrap.dedent("""
+TOP_K_BAR = textwrap.dedent("""
+    import json
     import os
-    import yewpy
+    import sys
 
-    RANK = int(os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+    sys.path.insert(0, TESTS)
+    from topk_trees import RANK, Walks
 
-    class Tree(yewpy.Enumeration):
-        '''Counts a ternary tree while publishing a pruning bound of its own (100 - rank).'''
-        adopted = float("inf")
-        def root(self):
-            return 0
-        def children(self, depth):
-            return [depth + 1] * 3 if depth < 9 else []
-        def shared_bound(self):
-            return min(100 - RANK, self.adopted)
-        def adopt_bound(self, value):
-            self.adopted = min(self.adopted, value)
-
-    tree = Tree()
-    result = tree.search("stacksteal")
+    walks = Walks(seed=5, k=6, ties=True)
+    result = walks.search("stacksteal")
     with open(f"result.{RANK}", "w") as out:
-        out.write(f"{result.value} {tree.shared_bound()}")
+        json.dump([[[o, list(p)] for o, p in result.solutions], walks.threshold], out)
 """)
 
 
 @pytest.mark.parametrize("ranks", [2, 4, 16])
-def test_an_enumeration_shares_its_bound_with_every_rank(ranks, tmp_path):
-    """An enumeration with ``shared_bound``/``adopt_bound`` (the DNN planner's top-K threshold) has its
-    tightest bound flooded to every rank, as an optimisation's incumbent is; the count stays exact."""
+def test_a_top_k_bar_reaches_every_rank(ranks, tmp_path):
+    """A top-K search's bar (its k-th best, what it prunes against) is flooded to every rank as an
+    incumbent is: every rank ends with the same bar, and the answer is brute force's."""
+    from topk_trees import brute_force
+
     script = tmp_path / "tree.py"
-    script.write_text(SHARED_BOUND)
+    script.write_text(f"TESTS = {str(Path(__file__).parent)!r}\n" + TOP_K_BAR)
     out = run_ranks(ranks, [sys.executable, str(script)], cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr
-    for rank in range(ranks):
-        assert (tmp_path / f"result.{rank}").read_text() == f"{sum(3 ** d for d in range(10))} {101 - ranks}"
+    expected = [[o, list(p)] for o, p in brute_force(dict(seed=5, k=6, ties=True))]
+    got = [json.loads((tmp_path / f"result.{rank}").read_text()) for rank in range(ranks)]
+    assert all(solutions == expected for solutions, _ in got)
+    assert len({bar for _, bar in got}) == 1 and got[0][1] is not None

@@ -1,7 +1,7 @@
 """yewpy: parallel exact combinatorial search.
 
-Subclass a search kind (:class:`Enumeration`, :class:`Decision`, :class:`Optimisation`, or their
-compiled counterparts ``EnumerationCore``, ``DecisionCore``, ``OptimisationCore``), then call
+Subclass a search kind (:class:`Enumeration`, :class:`Decision`, :class:`Optimisation`,
+:class:`TopK`, or the compiled ``EnumerationCore``, ``DecisionCore``, ``OptimisationCore``), then call
 ``search()`` with a coordination (:class:`Sequential`, :class:`DepthBounded`, :class:`Budget`).
 ``@yewpy.jit`` compiles a plain-Python search class.
 """
@@ -10,7 +10,7 @@ from yewpy import core as _core
 from yewpy.compiler import jit
 from yewpy.core import DecisionCore, EnumerationCore, OptimisationCore
 from yewpy.errors import InputError, UsageError
-from yewpy.kinds import Decision, Enumeration, Optimisation
+from yewpy.kinds import Decision, Enumeration, Optimisation, TopK
 from yewpy.result import Result
 from yewpy.runtime.ranks import rank
 from yewpy.search import search
@@ -23,5 +23,5 @@ _core.register_search(search)       # Core.search() without the compiled layer i
 __all__ = [
     "Budget", "Coordination", "Decision", "DecisionCore", "DepthBounded", "Enumeration", "EnumerationCore",
     "InputError", "Optimisation", "OptimisationCore", "Ordered", "Result", "Sequential", "StackStealing",
-    "UsageError", "jit", "option", "rank", "search",
+    "TopK", "UsageError", "jit", "option", "rank", "search",
 ]

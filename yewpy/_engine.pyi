@@ -3,6 +3,7 @@
 from typing import Any
 
 from yewpy.core import Core
+from yewpy.ranking import Ranking
 
 ENUMERATION: int
 DECISION: int
@@ -36,10 +37,11 @@ class Engine:
     nodes: int
     deadline: float
     incumbent_version: int
+    ranking: Ranking | None
     def __init__(self, core: Core, max_depth: int | None = None, spawn_depth: int = -1,
                  prune_level: bool = False, backtrack_budget: int = 0, target: Any = None,
                  initial_bound: Any = None, node_limit: int | None = None,
-                 deadline: float | None = None) -> None: ...
+                 deadline: float | None = None, ranking: Ranking | None = None) -> None: ...
     def start_root(self) -> None: ...
     def start(self, task: Task) -> None: ...
     def run(self, slice_nodes: int = -1, slice_seconds: float = 0) -> int: ...

@@ -1,4 +1,4 @@
-"""The three search kinds a user subclasses in plain Python: Enumeration, Decision, Optimisation.
+"""The search kinds a user subclasses in plain Python: Enumeration, Decision, Optimisation, TopK.
 
 A search is a root, a lazy child generator in heuristic order and, where needed, an objective
 and an optimistic bound.  ``search()`` runs it on the compiled engine through an adapter.
@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from yewpy._engine import DECISION, ENUMERATION, OPTIMISATION, PyCore
+from yewpy.ranking import Ranking
 from yewpy.result import Result
 
 
@@ -52,9 +53,7 @@ class Enumeration(_Search):
     """Visit every node and fold ``value(node)`` with ``combine``, starting from ``zero``.
 
     The default counts nodes.  ``combine`` must be associative and commutative: partial
-    results merge in whatever order workers finish.  An enumeration that prunes against a bound
-    it learns may also define ``shared_bound()`` (the bound now; smaller is tighter) and
-    ``adopt_bound(value)``: across MPI ranks the runtime spreads the tightest one to every rank.
+    results merge in whatever order workers finish.
     """
 
     zero: Any = 0
@@ -108,3 +107,42 @@ class Optimisation(_Search):
             raise ValueError(f"sense must be 'max' or 'min', got {self.sense!r}")
         has_bound = type(self).bound is not Optimisation.bound
         return PyCore(self, OPTIMISATION, has_bound, 1.0 if self.sense == "max" else -1.0, False)
+
+
+class TopK(Optimisation):
+    """The ``k`` best solutions, best first, each with its objective (``Result.solutions``).
+
+    With ``gap``: every solution within ``gap`` of the optimum (at most ``k`` of them if ``k`` is set
+    too).  The search prunes against the bar, the k-th best objective known (or the best less
+    ``gap``), which spreads between ranks like an incumbent.  Define ``key(solution)`` for at most
+    one solution per key (the best), and ``tiebreak(solution)`` (smaller first) for an answer that
+    does not depend on the order in which workers meet equally good solutions; without it the
+    objectives are exact but which of several tied solutions is kept is not.  ``initial_bound``
+    is a value the k-th best is known to reach: solutions worse than it are not searched for.
+    Read ``self.threshold`` inside ``children`` to prune while generating.
+    """
+
+    k: int | None = None
+    gap: float | None = None
+    _ranking: Ranking | None = None
+
+    def key(self, solution: Any) -> Any:
+        """Optional: solutions with equal keys count once (the best of them)."""
+        raise NotImplementedError
+
+    def tiebreak(self, solution: Any) -> Any:
+        """Optional: orders solutions of equal objective (smaller first)."""
+        raise NotImplementedError
+
+    def ranking(self) -> Ranking:
+        """A new, empty ranking with this search's ``k``, ``gap``, ``key`` and ``tiebreak``."""
+        cls = type(self)
+        key = self.key if cls.key is not TopK.key else None
+        tiebreak = self.tiebreak if cls.tiebreak is not TopK.tiebreak else None
+        return Ranking(1.0 if self.sense == "max" else -1.0, self.k, self.gap, key, tiebreak)
+
+    @property
+    def threshold(self) -> float | None:
+        """During a search: a solution is wanted only if its objective is strictly better than this
+        (the bar this worker knows, its own or another rank's); None while there is none."""
+        return None if self._ranking is None else self._ranking.threshold

@@ -7,7 +7,8 @@ from typing import Any
 
 FINISHED = ("optimal", "exhausted", "found")            # the search proved its answer
 STOPPED = ("interrupted", "time_limit", "node_limit")   # it stopped early: the answer is the best known
-ANSWER_KEY = {"enumeration": "value", "decision": "found", "optimisation": "objective"}   # per kind
+ANSWER_KEY = {"enumeration": "value", "decision": "found", "optimisation": "objective",   # per kind
+              "topk": "solutions"}
 
 
 @dataclass
@@ -17,6 +18,8 @@ class Result:
     ``status`` is ``optimal`` (optimisation proved), ``exhausted`` (enumeration finished, or a
     decision search found nothing), ``found`` (decision witness), ``time_limit``,
     ``node_limit`` or ``interrupted`` (stopped early: the answer is the best known, not proved).
+    A top-K search (kind ``topk``) has ``solutions``: ``(objective, solution)`` pairs, best first;
+    ``objective`` and ``solution`` are the first of them.
     """
 
     kind: str
@@ -27,6 +30,7 @@ class Result:
     found: bool | None = None
     objective: Any = None
     solution: Any = None
+    solutions: list | None = None
     metrics: dict = field(default_factory=dict)
     extras: dict = field(default_factory=dict)   # app-specific top-level JSON keys
     timed: str = "search only"                   # what ``seconds`` covers, as the CLI labels it
@@ -38,6 +42,10 @@ class Result:
 
     def to_dict(self) -> dict:
         """The JSON-ready fields (the answer under the kind's own key)."""
-        return {"kind": self.kind, ANSWER_KEY[self.kind]: self.answer, "solution": self.solution,
+        answer = self.answer
+        if self.kind == "topk":
+            answer = [{"objective": objective, "solution": solution} for objective, solution in answer]
+        ranked = {"objective": self.objective} if self.kind == "topk" else {}
+        return {"kind": self.kind, ANSWER_KEY[self.kind]: answer, **ranked, "solution": self.solution,
                 "nodes": self.nodes, "seconds": self.seconds, "status": self.status, "metrics": self.metrics,
                 **self.extras}

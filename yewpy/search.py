@@ -6,8 +6,9 @@ import time
 from typing import Any
 
 from yewpy._engine import monotonic
-from yewpy.core import ENUMERATION, Core
+from yewpy.core import Core
 from yewpy.errors import UsageError
+from yewpy.kinds import TopK
 from yewpy.operations.session import Session
 from yewpy.result import Result
 from yewpy.runtime.local import LocalTransport
@@ -65,6 +66,11 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
                        initial_bound=initial_bound, node_limit=node_limit,
                        deadline=None if time_limit is None else monotonic() + time_limit)
         options.update(coord.engine_options())
+        if isinstance(problem, TopK):           # its solutions are ranked in the engine
+            options["ranking"] = problem._ranking = problem.ranking()
+            if initial_bound is not None:
+                problem._ranking.adopt(problem._ranking.inclusive(initial_bound))
+                options["initial_bound"] = None
         session = Session(problem, core, options, start, rank=rank, size=size, checkpoint=checkpoint,
                           checkpoint_every=checkpoint_every, resume=resume, progress=progress,
                           profile=profile)
@@ -77,8 +83,7 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
         from yewpy.runtime.mpi import MPITransport
 
         agree(comm, failure)                    # raises the first failing rank's error everywhere
-        shared = problem if core.kind == ENUMERATION and hasattr(problem, "shared_bound") else None
-        transport = MPITransport(comm, session, steal=coord.steal_mode, shared=shared)
+        transport = MPITransport(comm, session, steal=coord.steal_mode)
     else:
         transport = LocalTransport(session)
     return run_search(problem, core, coord, options, transport, session, (initial_bound, initial_solution),

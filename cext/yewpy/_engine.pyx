@@ -168,6 +168,7 @@ cdef class Engine:
     cdef long long node_limit
     cdef public double deadline
     cdef readonly long long incumbent_version
+    cdef readonly object ranking            # a top-K search's Ranking (yewpy.ranking), else None
     cdef unsigned int tick                  # nodes since the clock was last read, across runs
     cdef long long* m_nodes
     cdef long long* m_backtracks
@@ -177,7 +178,7 @@ cdef class Engine:
 
     def __init__(self, Core core, max_depth=None, int spawn_depth=-1, bint prune_level=False,
                  long long backtrack_budget=0, target=None, initial_bound=None,
-                 node_limit=None, deadline=None):
+                 node_limit=None, deadline=None, ranking=None):
         self.core = core
         self.kind = core.kind
         self.top = -1
@@ -197,6 +198,13 @@ cdef class Engine:
         if initial_bound is not None:
             self.inc = core.sign * float(initial_bound)
             self.has_incumbent = True
+        if ranking is not None:
+            if self.kind != KIND_OPTIMISATION:
+                raise ValueError("a ranking (top-K) needs an optimisation core")
+            self.ranking = ranking
+            if ranking.bar > -INFINITY:
+                self.inc = ranking.bar
+                self.has_incumbent = True
         core.cut = -INFINITY
         self._set_cut()
         self._reserve(2)
@@ -326,14 +334,27 @@ cdef class Engine:
                 return BREAK if self.prune_level else PRUNE
         obj = core.sign * core.objective(c)
         if obj > -INFINITY and (not self.has_incumbent or obj > self.inc):   # -inf: not a solution
-            self.inc = obj
-            self.has_incumbent = True
-            self._set_cut()
-            self.witness = core.solution(c)
-            self.witness_score = obj
-            self.has_witness = True
-            self.incumbent_version += 1
+            self._improve(c, obj)
         return CONTINUE
+
+    cdef int _improve(self, int c, double score) except -1:
+        """Frame c holds a solution that beats the incumbent (the bar of a top-K ranking)."""
+        cdef Core core = self.core
+        solution = core.solution(c)
+        if not self.has_witness or score > self.witness_score:
+            self.witness = solution
+            self.witness_score = score
+            self.has_witness = True
+        if self.ranking is None:
+            self.inc = score
+        elif self.ranking.add(score * core.sign, solution):
+            self.inc = self.ranking.bar
+        else:
+            return 0
+        self.has_incumbent = True
+        self._set_cut()
+        self.incumbent_version += 1
+        return 0
 
     cdef inline bint _backtrack(self, int depth):
         """Count a backtrack; true when the backtrack budget is used up."""
@@ -446,13 +467,7 @@ cdef class Engine:
                 return FOUND
             if status == DESCENT_INCUMBENT:
                 c = d.event
-                self.inc = d.inc
-                self.has_incumbent = True
-                self._set_cut()
-                self.witness = core.solution(c)
-                self.witness_score = self.inc
-                self.has_witness = True
-                self.incumbent_version += 1
+                self._improve(c, d.inc)
                 a = self.base_depth + c
                 if a + 1 < self.max_depth:
                     core.open(c)
@@ -593,6 +608,8 @@ cdef class Engine:
         """Adopt an objective found elsewhere if it is better; true when adopted."""
         cdef double s = value * self.core.sign
         if not self.has_incumbent or s > self.inc:
+            if self.ranking is not None:
+                self.ranking.adopt(s)
             self.inc = s
             self.has_incumbent = True
             self._set_cut()

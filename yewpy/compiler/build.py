@@ -44,7 +44,7 @@ def entry_methods(cls: type) -> list:
     if not _overrides(cls, "children", Enumeration):
         raise UsageError(f"{where}: a compiled search needs children(node)")
     if kind == ENUMERATION:
-        for name in ("combine", "shared_bound", "adopt_bound"):
+        for name in ("combine",):
             if _overrides(cls, name, Enumeration):
                 raise UsageError(f"{where}: an enumeration with its own {name}() is not compiled; "
                                  "@yewpy.jit sums value() over the nodes (drop @yewpy.jit for a custom "

@@ -95,7 +95,14 @@ class Session:
 
     def adopt(self, engine: Engine) -> None:
         """Seed the engine with the resumed incumbent, so only better solutions are searched for."""
-        if self.prior is not None and self.prior["witness_objective"] is not None:
+        if self.prior is None:
+            return
+        if engine.ranking is not None:          # the bar the resumed solutions prove
+            ranking = self.problem.ranking()
+            ranking.merge([self.prior.get("ranked", [])])
+            if ranking.threshold is not None:
+                engine.offer(ranking.threshold)
+        elif self.prior["witness_objective"] is not None:
             engine.offer(self.prior["witness_objective"])
 
     def first_tasks(self) -> list | None:

@@ -18,7 +18,6 @@ flight when the job ends.
 
 from __future__ import annotations
 
-import math
 import os
 import pickle
 import random
@@ -98,7 +97,7 @@ class Victims:
 class MPITransport:
     """One rank's side of the search: serves thieves, steals when idle, relays control on the tree."""
 
-    def __init__(self, comm: Any, session: Session, steal: str = "half", shared: Any = None) -> None:
+    def __init__(self, comm: Any, session: Session, steal: str = "half") -> None:
         from mpi4py import MPI
 
         MPI.pickle.__init__(_dumps, pickle.loads)
@@ -119,8 +118,6 @@ class MPITransport:
         self.status = MPI.Status()
         self.requests: list = []
         self.seen_version = 0
-        self.shared = shared                # an enumeration that shares a pruning bound, or None
-        self.sent_bound = math.inf          # the tightest bound sent or heard
         self.stop_reason: str | None = None
         self.finishing = False              # in finish: nothing more is sent
         self.waiting = False                # a steal request of ours is unanswered
@@ -219,12 +216,7 @@ class MPITransport:
             if over >= 0:
                 self.next_try = time.perf_counter() + min(BACKOFF_START * 2 ** min(over, 30), BACKOFF_CAP)
         elif tag == INCUMBENT:
-            if self.shared is not None:     # an enumeration's shared bound: smaller is tighter
-                if payload < self.sent_bound:
-                    self.sent_bound = payload
-                    self.shared.adopt_bound(payload)
-                    self.flood(INCUMBENT, payload, source)
-            elif engine.offer(payload):
+            if engine.offer(payload):
                 self.flood(INCUMBENT, payload, source)
         elif tag == STOP:
             self.stop_everyone(payload, source)
@@ -262,11 +254,6 @@ class MPITransport:
         if engine.incumbent_version != self.seen_version:
             self.seen_version = engine.incumbent_version
             self.flood(INCUMBENT, engine.incumbent)
-        if self.shared is not None:
-            bound = self.shared.shared_bound()
-            if bound < self.sent_bound:
-                self.sent_bound = bound
-                self.flood(INCUMBENT, bound)
 
     def poll(self, engine: Any, pool: Any) -> bool:
         """Between slices: adapt the slice, publish a better incumbent, serve thieves, read news."""

@@ -1,6 +1,7 @@
 """Worker parts: what one worker's search contributes, and how parts merge into a Result.
 
-A part is a picklable dict (nodes, enumeration value, witness, per-depth metrics, counters) so
+A part is a picklable dict (nodes, enumeration value, witness, a top-K search's ranked
+solutions, per-depth metrics, counters) so
 it can travel between ranks and sit in a checkpoint; any number of parts merge into one.
 """
 
@@ -26,7 +27,8 @@ def summary(engine: Engine, status: str) -> dict:
     return {"status": status, "nodes": engine.nodes, "value": engine.take_value()
             if engine.core.kind == ENUMERATION else None,
             "found": engine.found, "witness": engine.witness,
-            "witness_objective": engine.witness_objective, "metrics": engine.metrics()}
+            "witness_objective": engine.witness_objective, "metrics": engine.metrics(),
+            **({"ranked": engine.ranking.solutions()} if engine.ranking is not None else {})}
 
 
 def _sum_lists(lists: list) -> list:
@@ -56,6 +58,10 @@ def merge_parts(problem: Any, core: Core, parts: list) -> dict:
         finder = next((p for p in parts if p["found"]), None)
         if finder is not None:
             merged["witness"], merged["witness_objective"] = finder["witness"], finder["witness_objective"]
+    elif "ranked" in parts[0]:
+        merged["ranked"] = problem.ranking().merge(p["ranked"] for p in parts)
+        if merged["ranked"]:
+            merged["witness_objective"], merged["witness"] = merged["ranked"][0]
     else:
         for p in parts:
             score = p["witness_objective"]
@@ -72,7 +78,7 @@ def _integral(x: Any) -> Any:
 def build_result(problem: Any, core: Core, parts: list, seconds: float, initial: tuple,
                  ranks: int) -> Result:
     """Merge the workers' parts into one Result."""
-    kind = KIND_NAMES[core.kind]
+    kind = KIND_NAMES[core.kind] if "ranked" not in parts[0] else "topk"
     statuses = {p["status"] for p in parts}
     merged = merge_parts(problem, core, parts)
     metrics = dict(merged["metrics"])
@@ -89,6 +95,11 @@ def build_result(problem: Any, core: Core, parts: list, seconds: float, initial:
             result.solution = merged["witness"]
             result.objective = _integral(merged["witness_objective"])
         result.status = "found" if merged["found"] else stop or "exhausted"
+    elif kind == "topk":
+        result.solutions = [(_integral(objective), solution) for objective, solution in merged["ranked"]]
+        if result.solutions:
+            result.objective, result.solution = result.solutions[0]
+        result.status = stop or "optimal"
     else:
         initial_bound, initial_solution = initial
         if merged["witness_objective"] is not None:

@@ -57,10 +57,10 @@ def read_trace(path: str) -> list[tuple[float, float]]:
 def _best(model: Model, cluster: Cluster, train: Training, fix: dict, schedule: str, ks: tuple) -> tuple:
     narrowed = replace(train, fix=dict(fix, schedule=schedule), schedules=(schedule,), group_sizes=ks)
     search = PlanSearch(model, cluster, narrowed, top=1)
-    search.search()
-    if not search.ranked:
+    result = search.search()
+    if not result.solutions:
         return math.inf, None
-    seconds, leaf = search.ranked[0]
+    seconds, leaf = result.solutions[0]
     return seconds, search.shapes[leaf[1]].k
 
 

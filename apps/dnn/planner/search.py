@@ -22,7 +22,6 @@ a second pass.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 from bisect import bisect_right
@@ -47,8 +46,8 @@ from yewpy.apps.dnn.cost import (
 from yewpy.apps.dnn.models import Model
 from yewpy.apps.dnn.planner.pareto import pareto_options, pareto_scalar, pareto_vector
 from yewpy.apps.dnn.planner.shares import integer_shares, water_fill
-from yewpy.kinds import Enumeration
-from yewpy.result import Result
+from yewpy.kinds import TopK
+from yewpy.ranking import Ranking
 
 SAFETY = 1.0 - 1e-9  # bounds are shrunk by this factor against rounding
 
@@ -115,19 +114,21 @@ def aligned(width: int, g: int) -> bool:
     return width % g == 0 or g % width == 0
 
 
-class PlanSearch(Enumeration):
+class PlanSearch(TopK):
     """The ``top`` fastest shapes (predicted iteration time) for training ``model`` on ``cluster``.
 
-    An enumeration: ``value`` records leaves, ``combine`` keeps the ``top`` best distinct shapes, and
-    ``children`` prunes what cannot enter this worker's list. :meth:`search` returns it as an
-    optimisation result (objective = the best time) and keeps the list in ``ranked``."""
+    A top-K search: ``Result.solutions`` holds the ``top`` best ``(seconds, leaf)``, one per shape
+    (``key``), ties to the first leaf in depth-first order (``tiebreak``). ``children`` bounds what
+    it makes (``time_bound``) against the bar and the shape's own best, before the dominance memo,
+    so the engine is given no bound to compute again."""
+
+    sense = "min"
 
     #: children of one (group, blocks) are also filtered by dominance of the combined state
     #: (sum, max, exposed); the exhaustive tree keeps only the path-independent option filter
     combined_pareto = True
     #: children whose bound cannot enter the top list are not generated (the exhaustive tree: all are)
     pruning = True
-    zero: tuple = ()
 
     def tp_fits(self, t: int) -> bool:
         """A tensor-parallel degree Megatron-LM can build: at most ``--max-tp``, and dividing the
@@ -139,11 +140,10 @@ class PlanSearch(Enumeration):
         top: int = 1,
     ) -> None:
         self.model, self.cluster, self.train = model, cluster, train
-        self.top = max(1, top)
+        self.top = self.k = max(1, top)
         self.found: dict = {}  # shape -> the best time this worker has seen
         self.seeded: dict = {}  # shape -> the time of a leaf the seed met in it (a limit, not a record)
-        self.threshold = math.inf  # this worker's top-th best shape time (or the seed's)
-        self.ranked: list = []
+        self.seed_bar = math.inf  # the seed's top-th best shape time: the bar before the search
         self.n = len(model.blocks)
         self.memo_on = memo
         self.memo: dict = {}
@@ -174,7 +174,7 @@ class PlanSearch(Enumeration):
         self.form_lb = [min(self.root_lb[i] for ids in by_d.values() for i in ids) for _, by_d in self.forms]
         self.form_order = sorted(range(len(self.forms)), key=lambda f: (self.form_lb[f], f))
         if self.pruning:
-            self.threshold = self._seed()
+            self.seed_bar = self._seed()
 
     def _seed(self, tries: int = 4, budget: int = 150) -> float:
         """An upper bound on the top-th best shape's time before the search. In each of the ``tries *
@@ -197,7 +197,7 @@ class PlanSearch(Enumeration):
                     times.append(seconds)
                     times.sort()
                     if len(times) >= self.top:  # later dives prune against it
-                        self.threshold = times[self.top - 1]
+                        self.seed_bar = times[self.top - 1]
         finally:
             self.memo_on = saved
         return times[self.top - 1] if len(times) >= self.top else math.inf
@@ -274,7 +274,7 @@ class PlanSearch(Enumeration):
         """``node``'s children in tree order of their slots, each slot's options by least bound."""
         stride = len(self._allowed(sid))
         for _, options in itertools.groupby(self._stage_children(node), key=lambda c: c[8][-1] // stride):
-            yield from sorted(options, key=self.bound)
+            yield from sorted(options, key=self.time_bound)
 
     def memory_floor(self, sid: int) -> tuple[float, float]:
         """A lower bound on the model-state bytes (weights, gradients, optimizer state) on the fullest
@@ -502,68 +502,39 @@ class PlanSearch(Enumeration):
     def _promising(self, child: tuple, limit: float | None = None) -> bool:
         """Whether the child's bound reaches neither the top-K threshold nor its shape's best time
         (``limit``, when the caller has it)."""
-        bound = self.bound(child)
+        bound = self.time_bound(child)
         if limit is None:
-            limit = self._limit(child[1]) if child[0] == "s" else self.threshold
+            limit = self._limit(child[1]) if child[0] == "s" else self._bar()
         return bound <= limit and bound != math.inf  # bounds are shrunk: equal times stay
 
+    def _bar(self) -> float:
+        """The top-K bar as a time: the engine's (this worker's and every rank's it has heard), or
+        the seed's before the search."""
+        bar = self.threshold
+        return self.seed_bar if bar is None or self.seed_bar < bar else bar
+
     def _limit(self, sid: int) -> float:
-        """What a bound in shape ``sid`` must not exceed: the top-K threshold or the best time known in
+        """What a bound in shape ``sid`` must not exceed: the top-K bar or the best time known in
         the shape (a leaf found, or the seed's)."""
         own = min(self.found.get(sid, math.inf), self.seeded.get(sid, math.inf))
-        return own if own < self.threshold else self.threshold
+        bar = self._bar()
+        return own if own < bar else bar
 
-    def value(self, node: tuple) -> tuple:
-        """A leaf's record ``((seconds, shape, order, leaf),)``; other nodes record nothing."""
-        if node[0] != "s" or node[2] != self.n or sum(node[3]):
-            return ()
-        seconds = self.leaf_time(node)[0]
-        if seconds == math.inf:
-            return ()
-        sid = node[1]
-        if seconds < self.found.get(sid, math.inf):
-            self.found[sid] = seconds
-            if len(self.found) >= self.top:
-                kth = heapq.nsmallest(self.top, self.found.values())[-1]
-                self.threshold = min(self.threshold, kth)
-        return ((seconds, sid, node[8], node),)
+    def ranking(self) -> Ranking:
+        """The engine's ranking, its bar already at the seed's top-th best time."""
+        ranking = super().ranking()
+        if self.seed_bar < math.inf:
+            ranking.adopt(ranking.inclusive(self.seed_bar))
+        return ranking
 
-    def shared_bound(self) -> float:
-        """This worker's pruning threshold, which the runtime spreads to the other ranks."""
-        return self.threshold
+    def key(self, leaf: tuple) -> int:
+        """One plan per shape."""
+        return leaf[1]
 
-    def adopt_bound(self, value: float) -> None:
-        """Another rank's threshold: every rank's K-th best is at least the global one, so the
-        smaller is as valid here."""
-        if value < self.threshold:
-            self.threshold = value
-
-    def combine(self, a: tuple, b: tuple) -> tuple:
-        """The ``top`` best distinct shapes of both lists, each by its least (seconds, shape, order):
-        ``order`` is the leaf's place in depth-first order, so ties go to the first leaf."""
-        if not b:
-            return a
-        if not a:
-            return b
-        best: dict = {}
-        for rec in a + b:
-            old = best.get(rec[1])
-            if old is None or rec[:3] < old[:3]:
-                best[rec[1]] = rec
-        return tuple(sorted(best.values(), key=lambda r: r[:3])[: self.top])
-
-    def search(self, coordination: Any = "seq", **params: Any) -> Result:
-        """Run the search (``yewpy.search`` parameters); the result reads as an optimisation's:
-        ``objective`` the best time (inf if no plan fits), ``solution`` its leaf; ``self.ranked`` the
-        ``top`` best (seconds, leaf), one per shape."""
-        result = super().search(coordination, **params)
-        ranked = sorted(result.value or (), key=lambda r: r[:3])[: self.top]
-        self.ranked = [(r[0], r[3]) for r in ranked]
-        result.kind, result.value = "optimisation", None
-        result.status = "optimal" if result.status == "exhausted" else result.status
-        result.objective = ranked[0][0] if ranked else math.inf
-        result.solution = ranked[0][3] if ranked else None
-        return result
+    def tiebreak(self, leaf: tuple) -> tuple:
+        """Equal times: the lower shape, then the first leaf in depth-first order (``order``, a
+        leaf's child indices, does not depend on what was pruned)."""
+        return leaf[1], leaf[8]
 
     def _children(self, node: tuple) -> Any:
         tag = node[0]
@@ -922,9 +893,14 @@ class PlanSearch(Enumeration):
     # -- objective and bound ---------------------------------------------------------------------
 
     def objective(self, node: tuple) -> float:
+        """A leaf's predicted iteration time (inf: not a plan). It also notes the shape's best
+        time, the limit of the shape's own pruning: a shape enters the top list once."""
         if node[0] != "s" or sum(node[3]) or node[2] != self.n:
             return math.inf
-        return self.leaf_time(node)[0]
+        seconds = self.leaf_time(node)[0]
+        if seconds < self.found.get(node[1], math.inf):
+            self.found[node[1]] = seconds
+        return seconds
 
     def leaf_time(self, node: tuple) -> tuple:
         _, sid, _, _, S, X, E = node[:7]
@@ -935,7 +911,8 @@ class PlanSearch(Enumeration):
         worst, counts = integer_shares(A, list(X), [r for _, r in sh.parts], sh.m)
         return worst + E, counts
 
-    def bound(self, node: tuple) -> float:
+    def time_bound(self, node: tuple) -> float:
+        """A lower bound on the time of every leaf below ``node`` (shrunk by SAFETY)."""
         tag = node[0]
         if tag == "root":
             return min(self.form_lb) * SAFETY if self.form_lb else math.inf
