@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from yewpy._engine import Engine
+from yewpy.runtime import interfaces
+from yewpy.runtime.interfaces import Pool, Task, Transport
 from yewpy.runtime.loop import drive
 from yewpy.runtime.share import STEALS
 
 from . import registry
 from .pool import POOLS
+
+if TYPE_CHECKING:
+    from yewpy.operations.profile import Profile
 
 INT32, INT64 = 2 ** 31 - 1, 2 ** 63 - 1       # what the engine's C counters hold
 
@@ -44,7 +49,8 @@ def _pool() -> Any:
 
 @dataclass(frozen=True)
 class Coordination:
-    """Base: subclasses say which engine options and pool they use."""
+    """Base of the bundled coordinations (``yewpy.runtime.interfaces.Coordination``): subclasses
+    say which engine options and pool they use."""
 
     name = "coordination"
     resumable = True            # its work can be saved as tasks and resumed on any rank count
@@ -64,15 +70,15 @@ class Coordination:
     def check(self, kind: int) -> None:
         """Raise :class:`yewpy.errors.UsageError` if this coordination cannot run that kind."""
 
-    def make_pool(self) -> Any:
+    def make_pool(self) -> Pool:
         return POOLS["depthpool"]()
 
-    def after_budget(self, engine: Engine) -> list:
+    def after_budget(self, engine: Engine) -> list[Task]:
         """Work to hand to the pool when the backtrack budget runs out."""
         return []
 
-    def run(self, engine: Engine, transport: Any, pool: Any, tasks: list | None = None,
-            profile: Any = None) -> str:
+    def run(self, engine: Engine, transport: Transport, pool: Pool, tasks: list[Task] | None = None,
+            profile: Profile | None = None) -> str:
         """This worker's part of the search on ``transport``: the runtime's one loop over ``pool``,
         from the root (``tasks=None``) or from ``tasks``.  Returns the status ``drive`` returns."""
         return drive(self, engine, transport, pool, tasks, profile)
@@ -120,7 +126,7 @@ class DepthBounded(Coordination):
     def engine_options(self) -> dict:
         return {"spawn_depth": self.spawn_depth}
 
-    def make_pool(self) -> Any:
+    def make_pool(self) -> Pool:
         return POOLS[self.pool]()
 
 
@@ -149,10 +155,10 @@ class Budget(Coordination):
     def engine_options(self) -> dict:
         return {"backtrack_budget": self.backtracks}
 
-    def make_pool(self) -> Any:
+    def make_pool(self) -> Pool:
         return POOLS[self.pool]()
 
-    def after_budget(self, engine: Engine) -> list:
+    def after_budget(self, engine: Engine) -> list[Task]:
         return engine.split(True, self.spawn_all)
 
 
@@ -173,7 +179,7 @@ class StackStealing(Coordination):
         self._check_steal()
 
 
-def coordination(spec: Any = "seq", **params: Any) -> Coordination:
+def coordination(spec: Any = "seq", **params: Any) -> interfaces.Coordination:
     """A coordination from a registered name (``"seq"``, ``"depthbounded"``, ``"budget"``,
     ``"stacksteal"``, ``"ordered"``, or a plugin's) or an object.  ``params`` (``spawn_depth``,
     ``backtracks``, ``spawn_all``, ``pool``, ``chunked``, ``steal``, ``discrepancy``, ``window``,
@@ -186,7 +192,7 @@ def coordination(spec: Any = "seq", **params: Any) -> Coordination:
     cls = registry.lookup(spec) if isinstance(spec, str) else None
     if cls is None:
         raise ValueError(f"unknown coordination {spec!r}; choose one of {sorted(registry.classes())}")
-    known = set(cls.__dataclass_fields__)
+    known = set(getattr(cls, "__dataclass_fields__", ()))
     unknown = set(params) - known
     if unknown:
         raise TypeError(f"{cls.__name__} does not take {sorted(unknown)}")

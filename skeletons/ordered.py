@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from yewpy._engine import DONE, ENUMERATION, Engine
 from yewpy.errors import UsageError
+from yewpy.runtime.interfaces import Pool, Slices, Task, Transport
 from yewpy.runtime.loop import STOPS, drive
 
 from .coordination import INT32, Coordination, option
+
+if TYPE_CHECKING:
+    from yewpy.operations.profile import Profile
 
 
 @dataclass(frozen=True)
@@ -68,8 +72,8 @@ class Ordered(Coordination):
         found.sort(key=lambda entry: entry[:2])
         return [task for _, _, task in found], None
 
-    def run(self, engine: Engine, transport: Any, pool: Any, tasks: list | None = None,
-            profile: Any = None) -> str:
+    def run(self, engine: Engine, transport: Transport, pool: Pool, tasks: list[Task] | None = None,
+            profile: Profile | None = None) -> str:
         """The frontier (rank 0), then every task in priority order: task i on rank i mod P, in
         rounds of one task per rank.  A rank starts round k once every rank's results of round
         k - window are in (a non-blocking allgather), and adopts the best incumbent they hold, so
@@ -83,7 +87,7 @@ class Ordered(Coordination):
             return stop if rank == 0 else "stopped"
         if incumbent is not None:
             engine.offer(incumbent)
-        alone = transport if size == 1 else _Alone()
+        alone: Slices = transport if size == 1 else _Alone()
         sign = engine.core.sign
         posted: list = []
         status = "done"
@@ -117,12 +121,13 @@ _CODES = ["done", "found", "node_limit", "time_limit", "stopped"]
 
 
 class _Alone:
-    """A transport for one ordered task: no slices, no messages, no stealing."""
+    """``Slices`` for one ordered task: no slices, no messages, no stealing."""
 
-    slice_nodes, slice_seconds = -1, 0
+    def __init__(self) -> None:
+        self.slice_nodes, self.slice_seconds = -1, 0.0
 
-    def poll(self, engine: Engine, pool: Any) -> bool:
+    def poll(self, engine: Engine, pool: Pool) -> bool:
         return True
 
-    def idle(self, engine: Engine, pool: Any) -> bool:
+    def idle(self, engine: Engine, pool: Pool) -> bool:
         return False

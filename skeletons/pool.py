@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
 
-Task = tuple  # (depth, node)
+from yewpy.runtime.interfaces import Pool, Task
 
 
 class DepthPool:
@@ -67,7 +66,8 @@ class DepthPool:
         taken: list = []
         take = True
         for depth in sorted(self._levels):
-            level, kept = self._levels[depth], []
+            level = self._levels[depth]
+            kept: list[Task] = []
             while level and not (0 < most <= len(taken)):
                 task = level.popleft()
                 (taken if take else kept).append(task)
@@ -103,7 +103,7 @@ class DequePool:
         """Every task held, oldest first (for a checkpoint; the pool keeps them)."""
         return list(self._tasks)
 
-    def pop_steal(self) -> Any:
+    def pop_steal(self) -> Task:
         return self._tasks.popleft()
 
     def steal(self, mode: str, most: int = 0) -> list:
@@ -115,4 +115,5 @@ class DequePool:
         return [self._tasks.popleft() for _ in range(min(count, len(self._tasks)))]
 
 
-POOLS = {"depthpool": DepthPool, "deque": DequePool}
+#: The pools a coordination may name (``pool="deque"``); each is a ``yewpy.runtime.interfaces.Pool``.
+POOLS: dict[str, Callable[[], Pool]] = {"depthpool": DepthPool, "deque": DequePool}

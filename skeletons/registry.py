@@ -10,16 +10,19 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 
 from yewpy.errors import UsageError
+from yewpy.runtime.interfaces import Coordination
+
+CoordinationClass = type[Coordination]
 
 #: The entry-point group another package names its coordinations in (``name = "module:Class"``).
 GROUP = "yewpy.coordinations"
 
-_classes: dict[str, type] = {}        # name -> class, in registration order
+_classes: dict[str, CoordinationClass] = {}        # name -> class, in registration order
 _aliases: dict[str, str] = {}
 _plugins_loaded = False
 
 
-def register(cls: type) -> type:
+def register(cls: CoordinationClass) -> CoordinationClass:
     """Make ``cls`` (a Coordination subclass with its own ``name``) known by that name."""
     for key in (cls.name, *getattr(cls, "aliases", ())):
         owner = _classes.get(_aliases.get(key, key))
@@ -48,13 +51,13 @@ def _load_plugins() -> None:
                              "yewpy Coordination subclass with a name of its own")
 
 
-def classes() -> dict[str, type]:
+def classes() -> dict[str, CoordinationClass]:
     """Every coordination, by name (aliases left out), bundled ones first."""
     _load_plugins()
     return dict(_classes)
 
 
-def lookup(name: str) -> type | None:
+def lookup(name: str) -> CoordinationClass | None:
     """The coordination called ``name`` (or one of its aliases), or None."""
     _load_plugins()
     return _classes.get(_aliases.get(name, name))

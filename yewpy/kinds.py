@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from yewpy._engine import DECISION, ENUMERATION, OPTIMISATION, PyCore
-from yewpy.ranking import Ranking
+from yewpy.ranking import Ranked, Ranking
 from yewpy.result import Result
 
 
@@ -109,7 +109,7 @@ class Optimisation(_Search):
         return PyCore(self, OPTIMISATION, has_bound, 1.0 if self.sense == "max" else -1.0, False)
 
 
-class TopK(Optimisation):
+class TopK(Ranked, Optimisation):
     """The ``k`` best solutions, best first, each with its objective (``Result.solutions``).
 
     With ``gap``: every solution within ``gap`` of the optimum (at most ``k`` of them if ``k`` is set
@@ -124,7 +124,6 @@ class TopK(Optimisation):
 
     k: int | None = None
     gap: float | None = None
-    _ranking: Ranking | None = None
 
     def key(self, solution: Any) -> Any:
         """Optional: solutions with equal keys count once (the best of them)."""

@@ -17,6 +17,16 @@ from typing import Any
 from yewpy.errors import UsageError
 
 
+class Ranked:
+    """A search whose solutions are ranked (``yewpy.TopK``): ``search()`` puts a fresh ranking of
+    its ``ranking()`` in the engine, and ``self._ranking`` points to it while it searches."""
+
+    _ranking: Ranking | None = None
+
+    def ranking(self) -> Ranking:
+        raise NotImplementedError
+
+
 class Ranking:
     """The ``k`` best solutions (at most one per ``key``), or every one within ``gap`` of the best.
 

@@ -8,9 +8,10 @@ from typing import Any
 from yewpy._engine import monotonic
 from yewpy.core import Core
 from yewpy.errors import UsageError
-from yewpy.kinds import TopK
 from yewpy.operations.session import Session
+from yewpy.ranking import Ranked
 from yewpy.result import Result
+from yewpy.runtime.interfaces import Transport
 from yewpy.runtime.local import LocalTransport
 from yewpy.runtime.loop import run_search
 from yewpy.runtime.ranks import agree, world
@@ -66,7 +67,7 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
                        initial_bound=initial_bound, node_limit=node_limit,
                        deadline=None if time_limit is None else monotonic() + time_limit)
         options.update(coord.engine_options())
-        if isinstance(problem, TopK):           # its solutions are ranked in the engine
+        if isinstance(problem, Ranked):         # a TopK: its solutions are ranked in the engine
             options["ranking"] = problem._ranking = problem.ranking()
             if initial_bound is not None:
                 problem._ranking.adopt(problem._ranking.inclusive(initial_bound))
@@ -83,7 +84,7 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
         from yewpy.runtime.mpi import MPITransport
 
         agree(comm, failure)                    # raises the first failing rank's error everywhere
-        transport = MPITransport(comm, session, steal=coord.steal_mode)
+        transport: Transport = MPITransport(comm, session, steal=coord.steal_mode)
     else:
         transport = LocalTransport(session)
     return run_search(problem, core, coord, options, transport, session, (initial_bound, initial_solution),

@@ -9,18 +9,24 @@ part into one Result.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from yewpy._engine import BUDGET, DONE, FOUND, NODE_LIMIT, PAUSED, TIME_LIMIT, Engine
+from yewpy.core import Core
 from yewpy.result import Result
+from yewpy.runtime.interfaces import Coordination, Pool, Slices, Task, Transport
 from yewpy.runtime.metrics import rank_metrics
 from yewpy.runtime.parts import build_result
+
+if TYPE_CHECKING:
+    from yewpy.operations.profile import Profile
+    from yewpy.operations.session import Session
 
 STOPS = {FOUND: "found", NODE_LIMIT: "node_limit", TIME_LIMIT: "time_limit"}
 
 
-def drive(coord: Any, engine: Engine, transport: Any, pool: Any, tasks: list | None = None,
-          profile: Any = None) -> str:
+def drive(coord: Coordination, engine: Engine, transport: Slices, pool: Pool, tasks: list[Task] | None = None,
+          profile: Profile | None = None) -> str:
     """Search from the root (``tasks=None``) or from ``tasks`` until this worker's share is explored.
 
     Between slices of ``transport.slice_nodes`` nodes (or ``slice_seconds``) the transport's
@@ -68,8 +74,8 @@ def drive(coord: Any, engine: Engine, transport: Any, pool: Any, tasks: list | N
             return "stopped"
 
 
-def run_search(problem: Any, core: Any, coord: Any, options: dict, transport: Any, session: Any,
-               initial: tuple, start: float) -> Result:
+def run_search(problem: Any, core: Core, coord: Coordination, options: dict, transport: Transport,
+               session: Session, initial: tuple, start: float) -> Result:
     """Search on every worker of ``transport``; each returns the same merged Result.
 
     ``result.seconds`` counts from the moment every rank has joined (a job's processes start at

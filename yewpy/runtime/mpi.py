@@ -24,15 +24,21 @@ import random
 import sys
 import time
 import traceback
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from yewpy._engine import Engine
 from yewpy.errors import InputError
 from yewpy.operations.session import Session
 from yewpy.runtime import taskpack
+from yewpy.runtime.interfaces import Pool
 from yewpy.runtime.ranks import agree
 from yewpy.runtime.share import give
 from yewpy.runtime.tree import SpanningTree
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
 
 # seconds of search between two looks at the network (YEWPY_SLICE_TARGET overrides it, for experiments)
 SLICE_TARGET = float(os.environ.get("YEWPY_SLICE_TARGET", "100e-6"))
@@ -97,10 +103,10 @@ class Victims:
 class MPITransport:
     """One rank's side of the search: serves thieves, steals when idle, relays control on the tree."""
 
-    def __init__(self, comm: Any, session: Session, steal: str = "half") -> None:
+    def __init__(self, comm: MPI.Comm, session: Session, steal: str = "half") -> None:
         from mpi4py import MPI
 
-        MPI.pickle.__init__(_dumps, pickle.loads)
+        MPI.pickle.__init__(_dumps, pickle.loads)  # type: ignore[misc]  # mpi4py's documented way
         self.MPI = MPI
         self.comm = comm.Dup()              # its own: nothing of this search reaches a later one
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
@@ -113,7 +119,7 @@ class MPITransport:
         local.Free()
         self.nap_max = NAP_MAX_CROWDED if self.crowded else NAP_MAX
         self.free_tries = self.size.bit_length()     # failed steals before backing off: log2 P + 1
-        self.slice_nodes, self.slice_seconds = SLICE_FIRST, 0
+        self.slice_nodes, self.slice_seconds = SLICE_FIRST, 0.0
         self.last_poll, self.last_nodes = time.perf_counter(), 0
         self.status = MPI.Status()
         self.requests: list = []
@@ -136,7 +142,8 @@ class MPITransport:
         # progress: each child's latest subtree report
         self.reports: dict[int, tuple] = {}
         self.next_report = session.start + (session.progress_every or float("inf"))
-        self.stats = {"steals_sent": 0, "steals_won": 0, "tasks_received": 0, "tasks_given": 0,
+        self.stats: dict[str, Any] = {
+                      "steals_sent": 0, "steals_won": 0, "tasks_received": 0, "tasks_given": 0,
                       "steals_served": 0, "messages_sent": 0, "idle_seconds": 0.0,
                       "sent_steal": 0, "sent_work": 0, "sent_control": 0, "waves": 0,
                       "polls": 0, "slice_nodes_mean": 0.0, "last_node": 0.0, "returned": 0.0,
@@ -151,6 +158,11 @@ class MPITransport:
         self.requests.append(self.comm.issend(payload, dest=dest, tag=tag))
         self.stats["messages_sent"] += 1
         self.stats["sent_" + KIND_OF_TAG.get(tag, "control")] += 1
+
+    def send_up(self, tag: int, payload: Any) -> None:
+        """To the parent on the spanning tree (every rank but 0 has one)."""
+        assert self.tree.parent is not None
+        self.send(self.tree.parent, tag, payload)
 
     def flood(self, tag: int, payload: Any, source: int | None = None) -> None:
         for other in self.tree.others(source):
@@ -167,7 +179,7 @@ class MPITransport:
 
     # -- receiving ---------------------------------------------------------------------------
 
-    def receive(self, engine: Any, pool: Any, busy: bool) -> bool:
+    def receive(self, engine: Engine, pool: Pool, busy: bool) -> bool:
         """Act on every message waiting (an idle rank stops at the first work); true if any."""
         MPI, comm = self.MPI, self.comm
         got = False
@@ -186,60 +198,89 @@ class MPITransport:
             self.requests = [r for r in self.requests if not r.Test()]
         return got
 
-    def handle(self, engine: Any, pool: Any, busy: bool, source: int, tag: int, payload: Any) -> None:
-        """Act on one message.  Only a busy rank gives work: an idle one would hand straight
-        back a task it has just stolen, and two idle ranks could pass it to and fro forever."""
-        if tag == STEAL:
-            if self.stop_reason is not None:
-                return                          # the thief hears STOP too; a reply could outlive us
-            tasks = give(engine, pool, self.steal_mode) if busy and self.epoch is None else []
-            if tasks:
-                self.work_sent += 1
-                self.stats["tasks_given"] += len(tasks)
-                self.stats["steals_served"] += 1
-                self.send(source, WORK, taskpack.pack(tasks))
-            else:
-                self.send(source, NOWORK)
-        elif tag == WORK:
-            self.work_received += 1
-            self.answered()
-            tasks = taskpack.unpack(payload)
-            pool.extend(tasks)                  # kept after a stop too: a final checkpoint saves it
-            if self.stop_reason is None:
-                self.stats["tasks_received"] += len(tasks)
-                self.stats["steals_won"] += 1
-                self.victims.won(source)
-        elif tag == NOWORK:
-            self.answered()
-            self.victims.lost()
-            over = self.victims.failures - self.free_tries
-            if over >= 0:
-                self.next_try = time.perf_counter() + min(BACKOFF_START * 2 ** min(over, 30), BACKOFF_CAP)
-        elif tag == INCUMBENT:
-            if engine.offer(payload):
-                self.flood(INCUMBENT, payload, source)
-        elif tag == STOP:
-            self.stop_everyone(payload, source)
-        elif tag == WAVE:
-            self.wave, self.echoes = payload, {}
-            self.down(WAVE, payload)
-        elif tag == ECHO:
-            wave, sent, received = payload
-            if wave == self.wave:
-                self.echoes[source] = (sent, received)
-        elif tag == CHECKPOINT:
-            self.open_epoch(payload)
-            self.down(CHECKPOINT, payload)
-        elif tag == PARTS:
-            epoch, parts = payload
-            if epoch == self.epoch:
-                self.parts.extend(parts)
-                self.parts_from.add(source)
-        elif tag == RESUME:
-            self.open_epoch(None)
-            self.down(RESUME, payload)
-        elif tag == PROGRESS:
-            self.reports[source] = payload
+    def handle(self, engine: Engine, pool: Pool, busy: bool, source: int, tag: int, payload: Any) -> None:
+        """Act on one message: each tag belongs to one protocol (stealing, floods, termination
+        waves, checkpoint epochs, progress), and each has its own method below."""
+        self.HANDLERS[tag](self, engine, pool, busy, source, payload)
+
+    # -- stealing: STEAL, WORK, NOWORK ---------------------------------------------------------
+
+    def on_steal(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: None) -> None:
+        """Only a busy rank gives work: an idle one would hand straight back a task it has just
+        stolen, and two idle ranks could pass it to and fro forever."""
+        if self.stop_reason is not None:
+            return                          # the thief hears STOP too; a reply could outlive us
+        tasks = give(engine, pool, self.steal_mode) if busy and self.epoch is None else []
+        if tasks:
+            self.work_sent += 1
+            self.stats["tasks_given"] += len(tasks)
+            self.stats["steals_served"] += 1
+            self.send(source, WORK, taskpack.pack(tasks))
+        else:
+            self.send(source, NOWORK)
+
+    def on_work(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: bytes) -> None:
+        self.work_received += 1
+        self.answered()
+        tasks = taskpack.unpack(payload)
+        pool.extend(tasks)                  # kept after a stop too: a final checkpoint saves it
+        if self.stop_reason is None:
+            self.stats["tasks_received"] += len(tasks)
+            self.stats["steals_won"] += 1
+            self.victims.won(source)
+
+    def on_nowork(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: None) -> None:
+        self.answered()
+        self.victims.lost()
+        over = self.victims.failures - self.free_tries
+        if over >= 0:
+            self.next_try = time.perf_counter() + min(BACKOFF_START * 2 ** min(over, 30), BACKOFF_CAP)
+
+    # -- floods: INCUMBENT, STOP ---------------------------------------------------------------
+
+    def on_incumbent(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: float) -> None:
+        if engine.offer(payload):
+            self.flood(INCUMBENT, payload, source)
+
+    def on_stop(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: str) -> None:
+        self.stop_everyone(payload, source)
+
+    # -- termination: WAVE down, ECHO up -------------------------------------------------------
+
+    def on_wave(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: int) -> None:
+        self.wave, self.echoes = payload, {}
+        self.down(WAVE, payload)
+
+    def on_echo(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: tuple) -> None:
+        wave, sent, received = payload
+        if wave == self.wave:
+            self.echoes[source] = (sent, received)
+
+    # -- checkpoints: CHECKPOINT down, PARTS up, RESUME down -----------------------------------
+
+    def on_checkpoint(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: int) -> None:
+        self.open_epoch(payload)
+        self.down(CHECKPOINT, payload)
+
+    def on_parts(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: tuple) -> None:
+        epoch, parts = payload
+        if epoch == self.epoch:
+            self.parts.extend(parts)
+            self.parts_from.add(source)
+
+    def on_resume(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: int) -> None:
+        self.open_epoch(None)
+        self.down(RESUME, payload)
+
+    # -- progress: PROGRESS up -----------------------------------------------------------------
+
+    def on_progress(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: tuple) -> None:
+        self.reports[source] = payload
+
+    HANDLERS: dict[int, Callable[..., None]] = {
+        STEAL: on_steal, WORK: on_work, NOWORK: on_nowork, INCUMBENT: on_incumbent, STOP: on_stop,
+        WAVE: on_wave, ECHO: on_echo, CHECKPOINT: on_checkpoint, PARTS: on_parts, RESUME: on_resume,
+        PROGRESS: on_progress}
 
     def answered(self) -> None:
         """Our steal request is answered: note how long the answer took (the steal latency)."""
@@ -250,12 +291,12 @@ class MPITransport:
 
     # -- the two hooks of the search loop ------------------------------------------------------
 
-    def share_incumbent(self, engine: Any) -> None:
+    def share_incumbent(self, engine: Engine) -> None:
         if engine.incumbent_version != self.seen_version:
             self.seen_version = engine.incumbent_version
             self.flood(INCUMBENT, engine.incumbent)
 
-    def poll(self, engine: Any, pool: Any) -> bool:
+    def poll(self, engine: Engine, pool: Pool) -> bool:
         """Between slices: adapt the slice, publish a better incumbent, serve thieves, read news."""
         now = time.perf_counter()
         spent, searched = now - self.last_poll, engine.nodes - self.last_nodes
@@ -273,7 +314,7 @@ class MPITransport:
         self.last_poll, self.last_nodes = time.perf_counter(), engine.nodes
         return self.stop_reason is None
 
-    def idle(self, engine: Any, pool: Any) -> bool:
+    def idle(self, engine: Engine, pool: Pool) -> bool:
         """Steal until work arrives (True) or the search is over everywhere (False)."""
         started = time.perf_counter()
         self.stats["last_node"] = time.time()
@@ -288,7 +329,7 @@ class MPITransport:
             if profile is not None:
                 profile.idle_end()
 
-    def _idle(self, engine: Any, pool: Any) -> bool:
+    def _idle(self, engine: Engine, pool: Pool) -> bool:
         self.share_incumbent(engine)
         nap = NAP_MIN
         while True:
@@ -325,7 +366,7 @@ class MPITransport:
         sent = self.work_sent + sum(s for s, _ in self.echoes.values())
         received = self.work_received + sum(r for _, r in self.echoes.values())
         if self.rank != 0:
-            self.send(tree.parent, ECHO, (self.wave, sent, received))
+            self.send_up(ECHO, (self.wave, sent, received))
             self.wave, self.echoes = None, {}
             return
         if self.wave is not None:
@@ -340,7 +381,7 @@ class MPITransport:
 
     # -- progress and checkpoints ----------------------------------------------------------------
 
-    def tick(self, engine: Any, pool: Any, now: float, busy: bool) -> None:
+    def tick(self, engine: Engine, pool: Pool, now: float, busy: bool) -> None:
         """The session's share of a look at the network: signals, progress, checkpoints."""
         session = self.session
         if session.interrupted is not None:
@@ -356,8 +397,9 @@ class MPITransport:
         if self.epoch is not None:
             self.checkpoint_step(engine, pool)
 
-    def report(self, engine: Any, now: float, busy: bool) -> None:
+    def report(self, engine: Engine, now: float, busy: bool) -> None:
         """Send this subtree's totals (nodes, steals, idle ranks, ranks) up; rank 0 prints them."""
+        assert self.session.progress_every is not None     # else next_report stays inf
         self.next_report = now + self.session.progress_every
         totals = [engine.nodes, self.stats["steals_won"], 0 if busy else 1, 1]
         for child in self.reports.values():
@@ -365,13 +407,13 @@ class MPITransport:
         if self.rank == 0:
             self.session.print_progress(now, totals[0], engine.incumbent, totals[1], totals[2])
         else:
-            self.send(self.tree.parent, PROGRESS, tuple(totals))
+            self.send_up(PROGRESS, tuple(totals))
 
     def open_epoch(self, epoch: int | None) -> None:
         """A checkpoint begins (or, with None, has ended): no work moves until it ends here."""
         self.epoch, self.snapped, self.passed_up, self.parts, self.parts_from = epoch, False, False, [], set()
 
-    def checkpoint_step(self, engine: Any, pool: Any) -> None:
+    def checkpoint_step(self, engine: Engine, pool: Pool) -> None:
         """A consistent cut: snapshot once no steal of ours is unanswered (no work in flight to
         or from here), pass the subtree's parts up; rank 0 writes the file and sends RESUME."""
         if not self.snapped and not self.waiting:
@@ -380,7 +422,7 @@ class MPITransport:
         if not self.snapped or self.passed_up or len(self.parts_from) < len(self.tree.children):
             return
         if self.rank != 0:
-            self.send(self.tree.parent, PARTS, (self.epoch, self.parts))
+            self.send_up(PARTS, (self.epoch, self.parts))
             self.parts, self.passed_up = [], True
             return
         parts = [part for _, part in sorted(self.parts, key=lambda entry: entry[0])]
@@ -391,7 +433,7 @@ class MPITransport:
     # -- the sequence around the search loop -----------------------------------------------------
 
     @contextmanager
-    def guard(self):
+    def guard(self) -> Iterator[None]:
         """An exception on any rank ends every rank (MPI_Abort), after printing it once."""
         try:
             yield
@@ -418,7 +460,7 @@ class MPITransport:
             failure = exc
         agree(self.comm, failure)
 
-    def conclude(self, engine: Any, pool: Any, status: str) -> str:
+    def conclude(self, engine: Engine, pool: Pool, status: str) -> str:
         """End the search everywhere (a witness or a limit found here stops every rank), deliver
         every message, and return this rank's status."""
         if status in ("found", "time_limit", "node_limit"):
@@ -429,7 +471,7 @@ class MPITransport:
             return "interrupted" if self.stop_reason == "interrupted" else "stopped"
         return status
 
-    def finish(self, engine: Any, pool: Any) -> None:
+    def finish(self, engine: Engine, pool: Pool) -> None:
         """Deliver every message this rank sent, then wait until every rank has done the same.
         From here on a rank sends nothing (it has already passed on its STOP, if any), so the
         barrier, which waits only for the sends made before it, leaves nothing in flight."""
@@ -444,7 +486,7 @@ class MPITransport:
             time.sleep(nap)
             nap = min(2 * nap, self.nap_max)
 
-    def gather(self, part: dict) -> list:
+    def gather(self, part: dict) -> list[dict]:
         return self.comm.allgather(part)   # inside the guard: a part that fails to pickle aborts
 
     def close(self) -> None:
@@ -453,7 +495,7 @@ class MPITransport:
     def bcast(self, value: Any) -> Any:
         return self.comm.bcast(value, root=0)
 
-    def exchange(self, row: list) -> Any:
+    def exchange(self, row: list) -> _Exchange:
         """Every rank's row of floats, once all have given theirs: a non-blocking allgather."""
         import numpy as np
 
@@ -461,7 +503,7 @@ class MPITransport:
         recv = np.empty((self.size, len(row)), dtype=np.float64)
         return _Exchange(self.comm.Iallgather(send, recv), recv, send)
 
-    def protocol(self, parts: list) -> dict:
+    def protocol(self, parts: list[dict]) -> dict:
         """Messages per rank by kind, waves, the termination latency (the last rank's last node to
         the last rank's return) and the steal latency (a request to its answer, at the thief)."""
         rows = [p["per_rank"] for p in parts]
