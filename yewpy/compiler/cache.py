@@ -94,6 +94,7 @@ def _import(key: str, path: Path, explain) -> ModuleType:
 
     name = f"yewpy_jit_{key}"
     spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None     # a .py file always has both
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:

@@ -174,9 +174,9 @@ class Attribute:
 
 def attribute(name: str, value: Any, where: str) -> tuple:
     """The spec of ``self.name`` and the value compiled code reads (a number or a C-contiguous array)."""
-    code = _code_of_number(value)
-    if code is not None:
-        return Attribute(name, code, 0), value
+    scalar = _code_of_number(value)
+    if scalar is not None:
+        return Attribute(name, scalar, 0), value
     if isinstance(value, (tuple, list, np.ndarray)):
         try:
             arr = np.asarray(value) if isinstance(value, np.ndarray) else _sequence_array(value)
@@ -199,8 +199,10 @@ def _sequence_array(value: Any) -> np.ndarray:
             return np.array([int(v) & 0xFFFFFFFFFFFFFFFF if big else int(v) for v in value],
                             dtype=np.uint64 if big else np.int64)
         return np.array(value, dtype=np.float64)
-    rows = [_sequence_array(v) if isinstance(v, (tuple, list)) else None for v in value]
-    if any(r is None for r in rows) or len({r.shape for r in rows}) != 1:
+    if not all(isinstance(v, (tuple, list)) for v in value):
+        raise ValueError("ragged")
+    rows = [_sequence_array(v) for v in value]
+    if len({r.shape for r in rows}) != 1:
         raise ValueError("ragged")
     kinds = {r.dtype for r in rows}
     dtype = np.float64 if np.dtype(np.float64) in kinds else (np.uint64 if np.dtype(np.uint64) in kinds

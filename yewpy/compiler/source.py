@@ -317,6 +317,7 @@ def _emitter(method: Method, attributes: list, stoppable: bool) -> None:
     times a plain loop per child, and leak when abandoned.  Lines are mapped to the user's."""
     tree = ast.parse(method.text)
     fn = tree.body[0]
+    assert isinstance(fn, ast.FunctionDef)
     rows = method.text.split("\n")
     parents = {child: parent for parent in ast.walk(fn) for child in ast.iter_child_nodes(parent)}
     if fn.body[0].lineno == fn.lineno:
@@ -334,6 +335,7 @@ def _emitter(method: Method, attributes: list, stoppable: bool) -> None:
                 raise refuse(method, node, "uses yield as an expression; yield each child as a statement")
             if node.value is None:
                 raise refuse(method, node, "yields nothing; yield each child, a tuple like the root")
+            assert node.end_lineno is not None and node.end_col_offset is not None     # Python >= 3.8
             start, end = column(node.lineno, node.col_offset), column(node.end_lineno, node.end_col_offset)
             edits.setdefault(node.lineno, []).append((start, start + 5, "_k = _emit(_out, _k, ("))
             edits.setdefault(node.end_lineno, []).append((end, end, f"){tail})"))

@@ -161,6 +161,7 @@ class Session:
                   "incumbent": prior["witness_objective"], "seconds": time.perf_counter() - self.start,
                   "written": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         self.next_checkpoint = (time.perf_counter() + self.every) if self.every else float("inf")
+        assert self.checkpoint_path is not None         # only a session with a checkpoint writes one
         try:
             ckpt.write(self.checkpoint_path, header, prior, tasks, self.key)
         except OSError as exc:                  # disk full, folder gone: search on, keep the last one
@@ -203,7 +204,7 @@ class Session:
         then, before = self.last_progress
         rate = (nodes - before) / max(now - then, 1e-9)
         self.last_progress = (now, nodes)
-        self.next_progress = now + self.progress_every
+        self.next_progress = now + (self.progress_every or float("inf"))
         best = "" if incumbent is None else f"  incumbent {incumbent:g}"
         sys.stderr.write(f"yewpy: {now - self.start:7.1f} s  nodes {nodes:,}  ({rate:,.0f}/s){best}  "
                          f"steals {steals}  idle ranks {idle}/{self.size}\n")

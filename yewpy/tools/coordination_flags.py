@@ -37,10 +37,15 @@ class Flag:
         return "/".join(short[:1] + [next(s for s in self.strings if s.startswith("--"))])
 
 
+def _fields(cls: Any) -> tuple[dataclasses.Field, ...]:
+    """A coordination class's parameters (every bundled one is a dataclass; a plugin's may not be)."""
+    return dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ()
+
+
 def _flags() -> dict[str, Flag]:
     out: dict[str, Flag] = {}
     for name, cls in registry.classes().items():
-        for f in dataclasses.fields(cls):
+        for f in _fields(cls):
             meta = f.metadata
             if "flags" not in meta:
                 continue
@@ -88,14 +93,14 @@ def coordination_params(args: argparse.Namespace) -> dict:
     """``coordination`` and the parameters the flags give, checked against the chosen coordination."""
     cls = registry.lookup(args.skeleton)
     assert cls is not None                      # argparse keeps --skeleton to the registered names
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    fields = {f.name: f for f in _fields(cls)}
     params: dict[str, Any] = {}
     for flag in _flags().values():
         value = getattr(args, flag.dest, None)
         if value is None or value is False:
             continue
         if flag.dest not in fields:
-            why = cls.why_not.get(flag.dest)
+            why = getattr(cls, "why_not", {}).get(flag.dest)
             raise UsageError(f"{flag.shown} does not apply to {cls.name}: {why}" if why else
                              f"{flag.shown} applies to {_names(flag.owners)}, not {cls.name}")
         meta = fields[flag.dest].metadata

@@ -77,18 +77,18 @@ def medians(runs: Sequence[Run], baseline: str = "smallest") -> list[Median]:
         groups.setdefault((run.skeleton, run.parameters, run.ranks), []).append(run)
     rows = []
     for (skeleton, parameters, ranks), group in groups.items():
-        rows.append(Median(skeleton, parameters, ranks, max(r.hosts for r in group), len(group),
-                           *(statistics.median(getattr(r, key) for r in group)
-                             for key in ("seconds", "wall_seconds", "nodes", "steals", "idle_seconds")),
-                           "/".join(sorted({r.status for r in group})),
-                           "/".join(sorted({r.answer for r in group}))))
+        medians = {key: statistics.median(getattr(r, key) for r in group)
+                   for key in ("seconds", "wall_seconds", "nodes", "steals", "idle_seconds")}
+        rows.append(Median(skeleton, parameters, ranks, max(r.hosts for r in group), len(group), **medians,
+                           status="/".join(sorted({r.status for r in group})),
+                           answer="/".join(sorted({r.answer for r in group}))))
     rows.sort(key=lambda m: (list(dict.fromkeys(r.config for r in runs)).index(m.config), m.ranks))
     seq = [m for m in rows if m.skeleton == "seq"]
     for row in rows:
         if baseline == "seq":
             if not seq:                  # a sweep cut short before its first seq run: no speedups
                 continue
-            base, scale = seq[0].seconds, row.ranks
+            base, scale = seq[0].seconds, float(row.ranks)
         else:
             first = min((m for m in rows if m.config == row.config), key=lambda m: m.ranks)
             base, scale = first.seconds, row.ranks / first.ranks
@@ -106,9 +106,9 @@ def check_answers(runs: Iterable[Run]) -> str | None:
     if len(by_answer) <= 1:
         return None
     lines = ["ANSWER MISMATCH: the runs disagree, so at least one configuration is wrong:"]
-    for answer, who in sorted(by_answer.items(), key=lambda item: -len(item[1])):
-        lines.append(f"  answer {answer} from {len(who)} run(s): {', '.join(who[:6])}"
-                     + (" ..." if len(who) > 6 else ""))
+    for answer, givers in sorted(by_answer.items(), key=lambda item: -len(item[1])):
+        lines.append(f"  answer {answer} from {len(givers)} run(s): {', '.join(givers[:6])}"
+                     + (" ..." if len(givers) > 6 else ""))
     return "\n".join(lines)
 
 
@@ -142,7 +142,7 @@ def read_runs(path: Path) -> list[Run]:
     reader = csv.DictReader(io.StringIO(text))
     if reader.fieldnames is None or not set(COLUMNS) <= set(reader.fieldnames):
         raise InputError(str(path), 1, f"not a scaling.csv: the header must be {','.join(COLUMNS)}")
-    types = {f.name: f.type for f in fields(Run)}
+    types = {f.name: str(f.type) for f in fields(Run)}
     runs = []
     for line, record in enumerate(reader, start=2):
         if record["row"] != "run":
