@@ -22,9 +22,7 @@ a second pass.
 
 from __future__ import annotations
 
-import itertools
 import math
-from bisect import bisect_right
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -44,12 +42,12 @@ from yewpy.apps.dnn.cost import (
     zero3_collectives,
 )
 from yewpy.apps.dnn.models import Model
+from yewpy.apps.dnn.planner.bounds import SAFETY, Bounds, pipe_bound
 from yewpy.apps.dnn.planner.pareto import pareto_options, pareto_scalar, pareto_vector
-from yewpy.apps.dnn.planner.shares import integer_shares, water_fill
+from yewpy.apps.dnn.planner.seed import Seeding
+from yewpy.apps.dnn.planner.shares import integer_shares
 from yewpy.kinds import TopK
 from yewpy.ranking import Ranking
-
-SAFETY = 1.0 - 1e-9  # bounds are shrunk by this factor against rounding
 
 
 @dataclass(frozen=True)
@@ -114,7 +112,7 @@ def aligned(width: int, g: int) -> bool:
     return width % g == 0 or g % width == 0
 
 
-class PlanSearch(TopK):
+class PlanSearch(Seeding, Bounds, TopK):
     """The ``top`` fastest shapes (predicted iteration time) for training ``model`` on ``cluster``.
 
     A top-K search: ``Result.solutions`` holds the ``top`` best ``(seconds, leaf)``, one per shape
@@ -175,132 +173,6 @@ class PlanSearch(TopK):
         self.form_order = sorted(range(len(self.forms)), key=lambda f: (self.form_lb[f], f))
         if self.pruning:
             self.seed_bar = self._seed()
-
-    def _seed(self, tries: int = 4, budget: int = 150) -> float:
-        """An upper bound on the top-th best shape's time before the search. In each of the ``tries *
-        max(top, 3)`` shapes with the least root bounds: the min-max cut's leaf (``_cut_leaf``) and
-        the first leaf of a depth-first walk that may backtrack (``budget`` nodes at most: a greedy
-        dive mostly dies where memory runs out), pruned against what is known so far. The better of
-        the two becomes that shape's own limit (``seeded``), the top-th best over the shapes the
-        threshold. Every worker computes the same, so a thief prunes at once."""
-        saved, self.memo_on = self.memo_on, False  # a dive must not fill the dominance memo
-        times: list[float] = []
-        try:
-            order = sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i))
-            for sid in order[: tries * max(self.top, 3)]:
-                cut = self._cut_leaf(sid)
-                if cut < math.inf:
-                    self.seeded[sid] = cut  # the walk below prunes against it
-                seconds = min(cut, self._first_leaf(sid, budget))
-                if seconds < math.inf:
-                    self.seeded[sid] = seconds
-                    times.append(seconds)
-                    times.sort()
-                    if len(times) >= self.top:  # later dives prune against it
-                        self.seed_bar = times[self.top - 1]
-        finally:
-            self.memo_on = saved
-        return times[self.top - 1] if len(times) >= self.top else math.inf
-
-    def _cut_leaf(self, sid: int, rounds: int = 10) -> float:
-        """The time of a leaf of a one-group pipe shape whose stages are cut as long as a cap on each
-        stage's steady term plus exposed time, c1 (tau + e p2p) + exposed, allows (each stage taking
-        its memory-feasible option of least fill time under the cap), the cap bisected ``rounds``
-        times: Eq. 1 is dominated by its largest stage, and memory makes the early stages (more
-        micro-batches in flight) shorter, which the tree's balanced first child is not (inf where
-        not a one-group pipe shape, or if no cut fits)."""
-        sh = self.shapes[sid]
-        one_group_pipe = sh.mode == "pipe" and len(sh.parts) == 1 and not self.train.megatron_stages
-        if not one_group_pipe or self.root_lb[sid] == math.inf:
-            return math.inf
-        g, n, v, c1 = sh.parts[0][0], self.n, sh.v, sh.c1
-
-        def cut(cap: float) -> tuple | None:
-            lo, prev, stages = 0, None, []
-            for j in range(sh.p):
-                left = sh.p - j - 1
-                best = None
-                for hi in [n] if not left else range(lo + v, n - left * v + 1):
-                    fit = [o for o in self._stage_options(sid, g, lo, hi, j, prev) if c1 * o[1] + o[2] <= cap]
-                    if not fit:
-                        break  # no option of a longer stage fits either
-                    best = (hi, min(fit, key=lambda o: o[0]))
-                if best is None:
-                    return None
-                hi, (_, _, _, rc, z) = best
-                stages.append((g, hi - lo, rc, z))
-                lo, prev = hi, g
-            return tuple(stages)
-
-        low = c1 * self._floors(sid, 0, self.start_counts(sid))[1]
-        high = max(low, self.root_lb[sid], 1e-9)
-        for _ in range(64):  # a cap that fits: grow from the root bound
-            stages = cut(high)
-            if stages is not None:
-                break
-            low, high = high, high * 1.5
-        else:
-            return math.inf
-        for _ in range(rounds):
-            mid = (low + high) / 2
-            tighter = cut(mid)
-            if tighter is None:
-                low = mid
-            else:
-                high, stages = mid, tighter
-        return self.replay(("s", sid, n, (), (), (), 0.0, stages, ()))
-
-    def _first_leaf(self, sid: int, budget: int) -> float:
-        """The time of the first leaf a depth-first walk of shape ``sid`` meets within ``budget`` nodes
-        (inf if none). Slots keep the tree's order (balanced stages first); a slot's (recompute, ZeRO)
-        options are tried by least bound, so one costly option (ZeRO-2's exposed reduce-scatters) is
-        not taken because it comes first."""
-        stack = [self._dive_children(sid, self.start_node(sid))]
-        while stack and budget > 0:
-            child = next(stack[-1], None)
-            if child is None:
-                stack.pop()
-                continue
-            budget -= 1
-            if not any(child[3]):
-                seconds = self.objective(child)
-                if seconds < math.inf:
-                    return seconds
-                continue
-            stack.append(self._dive_children(sid, child))
-        return math.inf
-
-    def _dive_children(self, sid: int, node: tuple) -> Any:
-        """``node``'s children in tree order of their slots, each slot's options by least bound."""
-        stride = len(self._allowed(sid))
-        for _, options in itertools.groupby(self._stage_children(node), key=lambda c: c[8][-1] // stride):
-            yield from sorted(options, key=self.time_bound)
-
-    def memory_floor(self, sid: int) -> tuple[float, float]:
-        """A lower bound on the model-state bytes (weights, gradients, optimizer state) on the fullest
-        GPU of any plan of shape ``sid`` at its most sharded ZeRO stage, and the most usable memory
-        its GPUs have: the shape is infeasible when the first is larger. Some stage j holds at least
-        the parameters x t_j / sum(t) (the average), so a GPU holds parameters / sum(t); expert
-        parameters are further split over ep ranks and their ZeRO state over d/ep replicas."""
-        sh, tr = self.shapes[sid], self.train
-        zeros = [z for _, z in self._allowed(sid)] or [0]
-        experts = sum(blk.expert_params for blk in self.model.blocks)
-
-        def per_param(z: int, replicas: int) -> float:
-            return state_bytes_per_param(z, replicas, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
-
-        state_bytes = min((self.model.params - experts) * per_param(z, sh.replicas)
-                          + experts * per_param(z, sh.d // sh.ep) / sh.ep for z in zeros)
-        if sh.mode == "pipe":
-            width = sum(stages * t for _, stages, t in sh.parts)
-            groups = [g for g, _, _ in sh.parts]
-        else:
-            width = sh.p * sh.t
-            groups = [g for g, _ in sh.parts]
-        usable = max(tr.usable(self.cluster.groups[g]) for g in groups)
-        return state_bytes / width, usable
-
-    # -- shapes ----------------------------------------------------------------------------------
 
     def _shapes(self) -> list[Shape]:
         tr, fix, groups = self.train, self.train.fix, self.cluster.groups
@@ -589,7 +461,7 @@ class PlanSearch(TopK):
             if pipe:
                 if pruning:  # the least each term could be: if even that is pruned, every option is
                     a, x, c = floor
-                    least = _pipe_bound(floors, S0 + a, x if x > X0 else X0, c if c > E else E, div, c1)
+                    least = pipe_bound(floors, S0 + a, x if x > X0 else X0, c if c > E else E, div, c1)
                     if least * SAFETY > limit:
                         continue
                 kids = [(a, x if x > X0 else X0, c if c > E else E, rc, z) for a, x, c, rc, z in opts]
@@ -910,139 +782,6 @@ class PlanSearch(TopK):
         A = [S[c] - X[c] for c in range(len(S))]
         worst, counts = integer_shares(A, list(X), [r for _, r in sh.parts], sh.m)
         return worst + E, counts
-
-    def time_bound(self, node: tuple) -> float:
-        """A lower bound on the time of every leaf below ``node`` (shrunk by SAFETY)."""
-        tag = node[0]
-        if tag == "root":
-            return min(self.form_lb) * SAFETY if self.form_lb else math.inf
-        if tag == "form":
-            return self.form_lb[node[1]] * SAFETY
-        if tag == "dp":
-            return min(self.root_lb[i] for i in self.forms[node[1]][1][node[2]]) * SAFETY
-        _, sid, lo, counts, S, X, E = node[:7]
-        return self._bound_state(sid, lo, counts, S, X, E) * SAFETY
-
-    def _bound_state(self, sid: int, lo: int, counts: tuple, S: tuple, X: tuple, E: float) -> float:
-        """A lower bound on the time of every completion of the state: the state's own sums and
-        maxima joined with the remaining blocks' floors (``_floors``). It never decreases in S, X or
-        E, so a state the bound prunes also prunes every state it dominates."""
-        sh = self.shapes[sid]
-        floors = self._floors(sid, lo, counts)
-        if sh.mode == "pipe":
-            return _pipe_bound(floors, S[0], X[0], E, sh.div, sh.c1)
-        A, Xs = [], []
-        for c, (total, x_lb) in enumerate(floors):
-            xc = X[c] if X[c] > x_lb else x_lb
-            A.append(S[c] + total - xc)
-            Xs.append(xc)
-        return water_fill(A, Xs, [r for _, r in sh.parts], sh.m) + E
-
-    def _floors(self, sid: int, lo: int, counts: tuple) -> tuple:
-        """What the remaining blocks [lo, n) on ``counts`` stages add at least, whatever the state:
-        pipe (sum of their times, largest stage, the Jensen floor of the slowest stage's steady and
-        data-parallel time or -inf); hap (sum, largest stage) per class. Cached."""
-        key = (sid, lo, counts)
-        hit = self._floors_cache.get(key)
-        if hit is None:
-            hit = self._floors_cache[key] = self._remaining_floors(sid, lo, counts)
-        return hit
-
-    def _remaining_floors(self, sid: int, lo: int, counts: tuple) -> tuple:
-        sh = self.shapes[sid]
-        q = sum(counts)
-        R = self.n - lo
-        if sh.mode == "pipe":
-            live = [(g, t, c) for (g, _, t), c in zip(sh.parts, counts) if c > 0]
-            if q == 0:
-                return 0.0, 0.0, -math.inf
-            if len(live) > 1:
-                tabs = [(self.table(g, t, sh), c) for g, t, c in live]
-                work = tabs[0][0].work[self.n] - tabs[0][0].work[lo]
-                fastest, together = max(tab.rate for tab, _ in tabs), sum(tab.rate * c for tab, c in tabs)
-                return work / fastest, work / together, -math.inf
-            tab = self.table(live[0][0], live[0][1], sh)
-            total = tab.time["none"][self.n] - tab.time["none"][lo]
-            x_lb = max(total / q, tab.sorted_time[-(-R // q)] if R <= self.n else 0.0)
-            if q > 1:
-                x_lb = self._minmax(tab, lo, q, x_lb)
-            c1 = sh.c1
-            ev = -math.inf
-            if sh.replicas > 1 and c1 >= 1:
-                # Some remaining stage j has c1 tau_j + exposed_j >= f(average stage), f convex
-                # (Jensen) and below every ZeRO stage's cost: c1 tau + max(0, DP - 2/3 tau) for
-                # ZeRO 0-2, c1 (tau + max(0, C3 - o tau)) for ZeRO-3; with ZeRO-3 allowed f takes
-                # the smaller slope of DP and c1 C3 in the parameters (no latency) and the larger of
-                # 2/3 and c1 o in tau (docs/dnn.md). The state's E and X only raise the steady term.
-                dense = (tab.dense[self.n] - tab.dense[lo]) / q / tab.t
-                latency, per_byte, zero3 = self._jensen_terms(sid, live[0][0], live[0][1])
-                avg = total / q
-                if zero3 is None:
-                    dp, hide = latency + per_byte * dense * self.train.grad_bytes, 2 / 3
-                else:
-                    dp = min(per_byte * dense * self.train.grad_bytes, c1 * zero3 * dense)
-                    hide = max(2 / 3, c1 * ZERO3_OVERLAP)
-                ev = c1 * avg + max(0.0, dp - avg * hide)
-            return total, x_lb, ev
-        out = []
-        for g, _ in sh.parts:
-            tab = self.table(g, sh.t, sh)
-            total = tab.time["none"][self.n] - tab.time["none"][lo] if q else 0.0
-            out.append((total, max(total / q, tab.sorted_time[-(-R // q)]) if q else 0.0))
-        return tuple(out)
-
-    def _jensen_terms(self, sid: int, g: int, t: int) -> tuple:
-        """The data-parallel all-reduce of shape ``sid`` as latency + per-byte seconds, and ZeRO-3's
-        collectives per parameter (None where ZeRO-3 is not allowed), for the bound; cached."""
-        hit = self._jensen_cache.get(sid)
-        if hit is None:
-            link = self.dp_link(sid, g, t)
-            latency = hierarchical_allreduce(0.0, *link)
-            per_byte = hierarchical_allreduce(1.0, *link) - latency
-            zero3 = None
-            if any(z == 3 for _, z in self._allowed(sid)):
-                ring = flat_ring(link)
-                zero3 = zero3_collectives(1.0, 0, self.shapes[sid].replicas, ring, self.train.weight_bytes)
-            hit = self._jensen_cache[sid] = (latency, per_byte, zero3)
-        return hit
-
-    def _minmax(self, tab: StageTables, lo: int, q: int, start: float) -> float:
-        """A lower bound on the largest of q contiguous stages over blocks [lo, n) (times without
-        recompute or p2p): the largest T, to 2^-14 of a block, at which greedy cutting into stages
-        of at most T fails. Integral blocks make it exceed the average (``start``, itself a bound)."""
-        key = (id(tab), lo, q)
-        hit = self._minmax_cache.get(key)
-        if hit is not None:
-            return hit
-        pre, n = tab.time["none"], self.n
-
-        def fits(T: float) -> bool:
-            pos = lo
-            for _ in range(q):
-                pos = bisect_right(pre, pre[pos] + T, pos, n + 1) - 1
-                if pos >= n:
-                    return True
-            return False
-
-        low, high = start, start + tab.max_block_time
-        if not fits(low):
-            for _ in range(14):
-                mid = (low + high) / 2
-                if fits(mid):
-                    high = mid
-                else:
-                    low = mid
-        self._minmax_cache[key] = low
-        return low
-
-
-def _pipe_bound(floors: tuple, s: float, x: float, e: float, div: int, c1: float) -> float:
-    """A pipe-mode state's bound: its sum ``s``, maximum ``x`` and exposed time ``e`` joined with the
-    remaining blocks' floors (sum, largest stage, Jensen term), Megatron's Eq. 1 with c1 = m - 1/v."""
-    s_lb, x_lb, ev = floors
-    steady = c1 * (x if x > x_lb else x_lb) + e
-    return (s + s_lb) / div + (ev if ev > steady else steady)
-
 
 class ExhaustivePlanSearch(PlanSearch):
     """The same tree with no bound and no dominance memo (for tests: the oracle BnB must equal)."""

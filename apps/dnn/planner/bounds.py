@@ -1,0 +1,184 @@
+"""The planner's lower bounds: memory floors and the least time of every completion of a state.
+
+A mixin of :class:`~yewpy.apps.dnn.planner.search.PlanSearch` (it reads the search's shapes and
+stage tables). Every bound is shrunk by ``SAFETY`` against rounding, so equal times are never cut.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+
+from yewpy.apps.dnn.cost import (
+    ZERO3_OVERLAP,
+    StageTables,
+    flat_ring,
+    hierarchical_allreduce,
+    state_bytes_per_param,
+    zero3_collectives,
+)
+from yewpy.apps.dnn.planner.shares import water_fill
+
+SAFETY = 1.0 - 1e-9  # bounds are shrunk by this factor against rounding
+
+
+class Bounds:
+    """``memory_floor``, ``time_bound`` and the floors they are built from."""
+
+    def memory_floor(self, sid: int) -> tuple[float, float]:
+        """A lower bound on the model-state bytes (weights, gradients, optimizer state) on the fullest
+        GPU of any plan of shape ``sid`` at its most sharded ZeRO stage, and the most usable memory
+        its GPUs have: the shape is infeasible when the first is larger. Some stage j holds at least
+        the parameters x t_j / sum(t) (the average), so a GPU holds parameters / sum(t); expert
+        parameters are further split over ep ranks and their ZeRO state over d/ep replicas."""
+        sh, tr = self.shapes[sid], self.train
+        zeros = [z for _, z in self._allowed(sid)] or [0]
+        experts = sum(blk.expert_params for blk in self.model.blocks)
+
+        def per_param(z: int, replicas: int) -> float:
+            return state_bytes_per_param(z, replicas, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
+
+        state_bytes = min((self.model.params - experts) * per_param(z, sh.replicas)
+                          + experts * per_param(z, sh.d // sh.ep) / sh.ep for z in zeros)
+        if sh.mode == "pipe":
+            width = sum(stages * t for _, stages, t in sh.parts)
+            groups = [g for g, _, _ in sh.parts]
+        else:
+            width = sh.p * sh.t
+            groups = [g for g, _ in sh.parts]
+        usable = max(tr.usable(self.cluster.groups[g]) for g in groups)
+        return state_bytes / width, usable
+
+    # -- shapes ----------------------------------------------------------------------------------
+
+    def time_bound(self, node: tuple) -> float:
+        """A lower bound on the time of every leaf below ``node`` (shrunk by SAFETY)."""
+        tag = node[0]
+        if tag == "root":
+            return min(self.form_lb) * SAFETY if self.form_lb else math.inf
+        if tag == "form":
+            return self.form_lb[node[1]] * SAFETY
+        if tag == "dp":
+            return min(self.root_lb[i] for i in self.forms[node[1]][1][node[2]]) * SAFETY
+        _, sid, lo, counts, S, X, E = node[:7]
+        return self._bound_state(sid, lo, counts, S, X, E) * SAFETY
+
+    def _bound_state(self, sid: int, lo: int, counts: tuple, S: tuple, X: tuple, E: float) -> float:
+        """A lower bound on the time of every completion of the state: the state's own sums and
+        maxima joined with the remaining blocks' floors (``_floors``). It never decreases in S, X or
+        E, so a state the bound prunes also prunes every state it dominates."""
+        sh = self.shapes[sid]
+        floors = self._floors(sid, lo, counts)
+        if sh.mode == "pipe":
+            return pipe_bound(floors, S[0], X[0], E, sh.div, sh.c1)
+        A, Xs = [], []
+        for c, (total, x_lb) in enumerate(floors):
+            xc = X[c] if X[c] > x_lb else x_lb
+            A.append(S[c] + total - xc)
+            Xs.append(xc)
+        return water_fill(A, Xs, [r for _, r in sh.parts], sh.m) + E
+
+    def _floors(self, sid: int, lo: int, counts: tuple) -> tuple:
+        """What the remaining blocks [lo, n) on ``counts`` stages add at least, whatever the state:
+        pipe (sum of their times, largest stage, the Jensen floor of the slowest stage's steady and
+        data-parallel time or -inf); hap (sum, largest stage) per class. Cached."""
+        key = (sid, lo, counts)
+        hit = self._floors_cache.get(key)
+        if hit is None:
+            hit = self._floors_cache[key] = self._remaining_floors(sid, lo, counts)
+        return hit
+
+    def _remaining_floors(self, sid: int, lo: int, counts: tuple) -> tuple:
+        sh = self.shapes[sid]
+        q = sum(counts)
+        R = self.n - lo
+        if sh.mode == "pipe":
+            live = [(g, t, c) for (g, _, t), c in zip(sh.parts, counts) if c > 0]
+            if q == 0:
+                return 0.0, 0.0, -math.inf
+            if len(live) > 1:
+                tabs = [(self.table(g, t, sh), c) for g, t, c in live]
+                work = tabs[0][0].work[self.n] - tabs[0][0].work[lo]
+                fastest, together = max(tab.rate for tab, _ in tabs), sum(tab.rate * c for tab, c in tabs)
+                return work / fastest, work / together, -math.inf
+            tab = self.table(live[0][0], live[0][1], sh)
+            total = tab.time["none"][self.n] - tab.time["none"][lo]
+            x_lb = max(total / q, tab.sorted_time[-(-R // q)] if R <= self.n else 0.0)
+            if q > 1:
+                x_lb = self._minmax(tab, lo, q, x_lb)
+            c1 = sh.c1
+            ev = -math.inf
+            if sh.replicas > 1 and c1 >= 1:
+                # Some remaining stage j has c1 tau_j + exposed_j >= f(average stage), f convex
+                # (Jensen) and below every ZeRO stage's cost: c1 tau + max(0, DP - 2/3 tau) for
+                # ZeRO 0-2, c1 (tau + max(0, C3 - o tau)) for ZeRO-3; with ZeRO-3 allowed f takes
+                # the smaller slope of DP and c1 C3 in the parameters (no latency) and the larger of
+                # 2/3 and c1 o in tau (docs/dnn.md). The state's E and X only raise the steady term.
+                dense = (tab.dense[self.n] - tab.dense[lo]) / q / tab.t
+                latency, per_byte, zero3 = self._jensen_terms(sid, live[0][0], live[0][1])
+                avg = total / q
+                if zero3 is None:
+                    dp, hide = latency + per_byte * dense * self.train.grad_bytes, 2 / 3
+                else:
+                    dp = min(per_byte * dense * self.train.grad_bytes, c1 * zero3 * dense)
+                    hide = max(2 / 3, c1 * ZERO3_OVERLAP)
+                ev = c1 * avg + max(0.0, dp - avg * hide)
+            return total, x_lb, ev
+        out = []
+        for g, _ in sh.parts:
+            tab = self.table(g, sh.t, sh)
+            total = tab.time["none"][self.n] - tab.time["none"][lo] if q else 0.0
+            out.append((total, max(total / q, tab.sorted_time[-(-R // q)]) if q else 0.0))
+        return tuple(out)
+
+    def _jensen_terms(self, sid: int, g: int, t: int) -> tuple:
+        """The data-parallel all-reduce of shape ``sid`` as latency + per-byte seconds, and ZeRO-3's
+        collectives per parameter (None where ZeRO-3 is not allowed), for the bound; cached."""
+        hit = self._jensen_cache.get(sid)
+        if hit is None:
+            link = self.dp_link(sid, g, t)
+            latency = hierarchical_allreduce(0.0, *link)
+            per_byte = hierarchical_allreduce(1.0, *link) - latency
+            zero3 = None
+            if any(z == 3 for _, z in self._allowed(sid)):
+                ring = flat_ring(link)
+                zero3 = zero3_collectives(1.0, 0, self.shapes[sid].replicas, ring, self.train.weight_bytes)
+            hit = self._jensen_cache[sid] = (latency, per_byte, zero3)
+        return hit
+
+    def _minmax(self, tab: StageTables, lo: int, q: int, start: float) -> float:
+        """A lower bound on the largest of q contiguous stages over blocks [lo, n) (times without
+        recompute or p2p): the largest T, to 2^-14 of a block, at which greedy cutting into stages
+        of at most T fails. Integral blocks make it exceed the average (``start``, itself a bound)."""
+        key = (id(tab), lo, q)
+        hit = self._minmax_cache.get(key)
+        if hit is not None:
+            return hit
+        pre, n = tab.time["none"], self.n
+
+        def fits(T: float) -> bool:
+            pos = lo
+            for _ in range(q):
+                pos = bisect_right(pre, pre[pos] + T, pos, n + 1) - 1
+                if pos >= n:
+                    return True
+            return False
+
+        low, high = start, start + tab.max_block_time
+        if not fits(low):
+            for _ in range(14):
+                mid = (low + high) / 2
+                if fits(mid):
+                    high = mid
+                else:
+                    low = mid
+        self._minmax_cache[key] = low
+        return low
+
+
+def pipe_bound(floors: tuple, s: float, x: float, e: float, div: int, c1: float) -> float:
+    """A pipe-mode state's bound: its sum ``s``, maximum ``x`` and exposed time ``e`` joined with the
+    remaining blocks' floors (sum, largest stage, Jensen term), Megatron's Eq. 1 with c1 = m - 1/v."""
+    s_lb, x_lb, ev = floors
+    steady = c1 * (x if x > x_lb else x_lb) + e
+    return (s + s_lb) / div + (ev if ev > steady else steady)

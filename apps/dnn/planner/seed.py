@@ -1,0 +1,116 @@
+"""The planner's seed: real plans met before the search, whose times bound what it must beat.
+
+A mixin of :class:`~yewpy.apps.dnn.planner.search.PlanSearch` (it reads the search's shapes,
+tables and bounds): the K-th best seeded time is the bar the search starts from, and each seeded
+shape's own time limits that shape.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+
+class Seeding:
+    """``_seed`` and the dives it makes."""
+
+    def _seed(self, tries: int = 4, budget: int = 150) -> float:
+        """An upper bound on the top-th best shape's time before the search. In each of the ``tries *
+        max(top, 3)`` shapes with the least root bounds: the min-max cut's leaf (``_cut_leaf``) and
+        the first leaf of a depth-first walk that may backtrack (``budget`` nodes at most: a greedy
+        dive mostly dies where memory runs out), pruned against what is known so far. The better of
+        the two becomes that shape's own limit (``seeded``), the top-th best over the shapes the
+        threshold. Every worker computes the same, so a thief prunes at once."""
+        saved, self.memo_on = self.memo_on, False  # a dive must not fill the dominance memo
+        times: list[float] = []
+        try:
+            order = sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i))
+            for sid in order[: tries * max(self.top, 3)]:
+                cut = self._cut_leaf(sid)
+                if cut < math.inf:
+                    self.seeded[sid] = cut  # the walk below prunes against it
+                seconds = min(cut, self._first_leaf(sid, budget))
+                if seconds < math.inf:
+                    self.seeded[sid] = seconds
+                    times.append(seconds)
+                    times.sort()
+                    if len(times) >= self.top:  # later dives prune against it
+                        self.seed_bar = times[self.top - 1]
+        finally:
+            self.memo_on = saved
+        return times[self.top - 1] if len(times) >= self.top else math.inf
+
+    def _cut_leaf(self, sid: int, rounds: int = 10) -> float:
+        """The time of a leaf of a one-group pipe shape whose stages are cut as long as a cap on each
+        stage's steady term plus exposed time, c1 (tau + e p2p) + exposed, allows (each stage taking
+        its memory-feasible option of least fill time under the cap), the cap bisected ``rounds``
+        times: Eq. 1 is dominated by its largest stage, and memory makes the early stages (more
+        micro-batches in flight) shorter, which the tree's balanced first child is not (inf where
+        not a one-group pipe shape, or if no cut fits)."""
+        sh = self.shapes[sid]
+        one_group_pipe = sh.mode == "pipe" and len(sh.parts) == 1 and not self.train.megatron_stages
+        if not one_group_pipe or self.root_lb[sid] == math.inf:
+            return math.inf
+        g, n, v, c1 = sh.parts[0][0], self.n, sh.v, sh.c1
+
+        def cut(cap: float) -> tuple | None:
+            lo, prev, stages = 0, None, []
+            for j in range(sh.p):
+                left = sh.p - j - 1
+                best = None
+                for hi in [n] if not left else range(lo + v, n - left * v + 1):
+                    fit = [o for o in self._stage_options(sid, g, lo, hi, j, prev) if c1 * o[1] + o[2] <= cap]
+                    if not fit:
+                        break  # no option of a longer stage fits either
+                    best = (hi, min(fit, key=lambda o: o[0]))
+                if best is None:
+                    return None
+                hi, (_, _, _, rc, z) = best
+                stages.append((g, hi - lo, rc, z))
+                lo, prev = hi, g
+            return tuple(stages)
+
+        low = c1 * self._floors(sid, 0, self.start_counts(sid))[1]
+        high = max(low, self.root_lb[sid], 1e-9)
+        for _ in range(64):  # a cap that fits: grow from the root bound
+            stages = cut(high)
+            if stages is not None:
+                break
+            low, high = high, high * 1.5
+        else:
+            return math.inf
+        for _ in range(rounds):
+            mid = (low + high) / 2
+            tighter = cut(mid)
+            if tighter is None:
+                low = mid
+            else:
+                high, stages = mid, tighter
+        return self.replay(("s", sid, n, (), (), (), 0.0, stages, ()))
+
+    def _first_leaf(self, sid: int, budget: int) -> float:
+        """The time of the first leaf a depth-first walk of shape ``sid`` meets within ``budget`` nodes
+        (inf if none). Slots keep the tree's order (balanced stages first); a slot's (recompute, ZeRO)
+        options are tried by least bound, so one costly option (ZeRO-2's exposed reduce-scatters) is
+        not taken because it comes first."""
+        stack = [self._dive_children(sid, self.start_node(sid))]
+        while stack and budget > 0:
+            child = next(stack[-1], None)
+            if child is None:
+                stack.pop()
+                continue
+            budget -= 1
+            if not any(child[3]):
+                seconds = self.objective(child)
+                if seconds < math.inf:
+                    return seconds
+                continue
+            stack.append(self._dive_children(sid, child))
+        return math.inf
+
+    def _dive_children(self, sid: int, node: tuple) -> Any:
+        """``node``'s children in tree order of their slots, each slot's options by least bound."""
+        stride = len(self._allowed(sid))
+        for _, options in itertools.groupby(self._stage_children(node), key=lambda c: c[8][-1] // stride):
+            yield from sorted(options, key=self.time_bound)
