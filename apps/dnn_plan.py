@@ -92,6 +92,7 @@ def plan(
     result.seconds = time.perf_counter() - start
     extras["seconds"] = result.seconds
     result.solution = best["plan"]
+    result.solutions = list(zip([value for value, _ in ranked], extras["top"]))   # plans, not tree leaves
     result.extras = extras
     return result
 

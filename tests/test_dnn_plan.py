@@ -661,8 +661,12 @@ def test_tensor_parallelism_divides_the_attention_heads(tmp_path):
             "--global-batch", "64", "--json", "--top", "5"]
     out = subprocess.run(base, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    plans = json.loads(out.stdout)["top"]
+    data = json.loads(out.stdout)
+    plans = data["top"]
     assert plans and all(25 % p["tp"] == 0 for p in plans)
+    assert data["kind"] == "topk"               # the top-K answer lists the same plans, best first
+    assert [s["solution"] for s in data["solutions"]] == plans
+    assert [s["objective"] for s in data["solutions"]] == [p["iteration_seconds"] for p in plans]
     refused = subprocess.run([*base, "--fix", "tp=8"], capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "must divide the model's 25 attention heads" in refused.stderr
 

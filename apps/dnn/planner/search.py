@@ -128,6 +128,11 @@ class PlanSearch(Seeding, Bounds, TopK):
     #: children whose bound cannot enter the top list are not generated (the exhaustive tree: all are)
     pruning = True
 
+    @property
+    def top(self) -> int:
+        """How many plans the search keeps (``--top``): the top-K kind's ``k``."""
+        return self.k
+
     def tp_fits(self, t: int) -> bool:
         """A tensor-parallel degree Megatron-LM can build: at most ``--max-tp``, and dividing the
         model's heads (:func:`heads_not_divided`)."""
@@ -138,7 +143,7 @@ class PlanSearch(Seeding, Bounds, TopK):
         top: int = 1,
     ) -> None:
         self.model, self.cluster, self.train = model, cluster, train
-        self.top = self.k = max(1, top)
+        self.k = max(1, top)
         self.found: dict = {}  # shape -> the best time this worker has seen
         self.seeded: dict = {}  # shape -> the time of a leaf the seed met in it (a limit, not a record)
         self.seed_bar = math.inf  # the seed's top-th best shape time: the bar before the search
