@@ -4,7 +4,8 @@ memory and predicted TF/s (the presentation, apart from the search)."""
 from __future__ import annotations
 
 from yewpy.apps.dnn.cost import stage_cost
-from yewpy.apps.dnn.planner.search import PlanSearch, Shape
+from yewpy.apps.dnn.planner.search import PlanSearch
+from yewpy.apps.dnn.planner.shapes import Shape
 
 
 def describe(search: PlanSearch, leaf: tuple) -> dict:

@@ -13,106 +13,40 @@ Nodes are tuples (picklable, small); a stage-level node is ``("s", shape, blocks
 per group, S, X, E, stages, order)`` with S, X, E the pipeline sum, maximum and exposed DP terms so far
 and ``order`` its place in depth-first order (per stage: its (group, k) slot and its place among the
 slot's options, whatever was pruned).
-The search is an enumeration whose value is the ``top`` best distinct shapes, each by its best leaf
-under the total order (iteration seconds, shape, order): the search prunes against this worker's own
-top-th best shape and the shape's own best, and the workers' lists merge (``combine``) into the global
-one. The order has no ties, so every coordination and rank count reports the identical plans without
-a second pass.
+The search is a top-K search (:class:`yewpy.TopK`): the ``top`` best distinct shapes, each by its
+best leaf under the total order (iteration seconds, shape, order). It prunes against the top-K bar,
+which the engine shares between workers, and against the shape's own best. The order has no ties,
+so every coordination and rank count reports the identical plans.
+
+The concepts live in mixins beside this module: the shapes of levels 1-3 (``shapes``), what a stage
+costs (``stage_costs``), the lower bounds (``bounds``), the seed (``seed``) and the dominance memo
+(``dominance``). This module holds the tree itself and the top-K rules.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
 from typing import Any
 
 from yewpy.apps.dnn.cluster import Cluster
 from yewpy.apps.dnn.cost import (
-    RECOMPUTE,
-    ZERO3_OVERLAP,
-    StageTables,
     Training,
-    allreduce,
-    flat_ring,
-    hierarchical_allreduce,
-    inflight,
     p2p_sends,
     stage_cost,
-    state_bytes_per_param,
-    zero3_collectives,
 )
 from yewpy.apps.dnn.models import Model
 from yewpy.apps.dnn.planner.bounds import SAFETY, Bounds, pipe_bound
-from yewpy.apps.dnn.planner.pareto import pareto_options, pareto_scalar, pareto_vector
+from yewpy.apps.dnn.planner.dominance import Dominance
+from yewpy.apps.dnn.planner.pareto import pareto_scalar, pareto_vector
 from yewpy.apps.dnn.planner.seed import Seeding
+from yewpy.apps.dnn.planner.shapes import Shape, Shapes
 from yewpy.apps.dnn.planner.shares import integer_shares
+from yewpy.apps.dnn.planner.stage_costs import StageCosts
 from yewpy.kinds import TopK
 from yewpy.ranking import Ranking
 
 
-@dataclass(frozen=True)
-class Shape:
-    """The global decisions of a plan (levels 1-3)."""
-
-    mode: str  # "pipe": per-stage device groups; "hap": replicas of different groups
-    parts: tuple  # pipe: ((group, stages, t), ...); hap: ((group, replicas), ...)
-    p: int
-    d: int
-    t: int  # hap: the common TP degree; pipe: 0 (per group in parts)
-    b: int
-    m: int  # pipe: micro-batches per replica; hap: micro-batches in all (B / b)
-    schedule: str
-    v: int = 1
-    k: int = 1
-    rc: str = ""  # the one recomputation mode of every stage, when the launcher needs one (else "")
-    ep: int = 1  # expert-parallel degree (MoE models): a divisor of gcd(d, experts)
-    c: int = 1  # context-parallel degree: each sequence split over c ranks (pipe mode, dense models)
-
-    @property
-    def replicas(self) -> int:
-        """Ranks that hold the same parameters, all-reduce their gradients and share ZeRO state: the
-        data-parallel ranks times the context-parallel ones (Megatron-LM's data-context group)."""
-        return self.d * self.c
-
-    @property
-    def div(self) -> int:
-        """What Eq. 1 divides the stages' summed time by: v for the interleaved schedule, else 1."""
-        return self.v if self.schedule == "interleaved" else 1
-
-    @property
-    def c1(self) -> float:
-        """Eq. 1's factor on the largest stage's time: m - 1/v (interleaved) or m - 1."""
-        return self.m - 1 / self.div
-
-    def form(self) -> tuple:
-        if self.mode == "pipe":
-            return ("pipe", tuple((g, s) for g, s, _ in self.parts))
-        return ("hap", self.p, self.t, tuple(g for g, _ in self.parts))
-
-
-def heads_not_divided(model: Model, t: int) -> tuple[int, str] | None:
-    """The head count that tensor-parallel degree ``t`` does not divide, and what it counts, or None:
-    Megatron-LM's ``arguments.py`` asserts that tp divides the attention heads and the key/value
-    head groups."""
-    meta = model.meta or {}
-    for key, what in (("heads", "attention heads"), ("kv_heads", "key/value head groups")):
-        count = meta.get(key)
-        if count and count % t:
-            return count, what
-    return None
-
-
-def divisors(n: int) -> list[int]:
-    return [x for x in range(1, n + 1) if n % x == 0]
-
-
-def aligned(width: int, g: int) -> bool:
-    """A group of ``width`` GPUs on nodes of ``g``: inside one node or whole nodes. For a
-    tensor-parallel group the latter is TP across nodes, its all-reduces costed on the network."""
-    return width % g == 0 or g % width == 0
-
-
-class PlanSearch(Seeding, Bounds, TopK):
+class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
     """The ``top`` fastest shapes (predicted iteration time) for training ``model`` on ``cluster``.
 
     A top-K search: ``Result.solutions`` holds the ``top`` best ``(seconds, leaf)``, one per shape
@@ -132,11 +66,6 @@ class PlanSearch(Seeding, Bounds, TopK):
     def top(self) -> int:
         """How many plans the search keeps (``--top``): the top-K kind's ``k``."""
         return self.k
-
-    def tp_fits(self, t: int) -> bool:
-        """A tensor-parallel degree Megatron-LM can build: at most ``--max-tp``, and dividing the
-        model's heads (:func:`heads_not_divided`)."""
-        return t <= self.train.max_tp and heads_not_divided(self.model, t) is None
 
     def __init__(
         self, model: Model, cluster: Cluster, train: Training, memo: bool = True, rank: bool = True,
@@ -179,127 +108,7 @@ class PlanSearch(Seeding, Bounds, TopK):
         if self.pruning:
             self.seed_bar = self._seed()
 
-    def _shapes(self) -> list[Shape]:
-        tr, fix, groups = self.train, self.train.fix, self.cluster.groups
-        out = []
-        subsets = [[g for g in range(len(groups)) if mask >> g & 1] for mask in range(1, 1 << len(groups))]
-        for subset in subsets:
-            # pipe mode
-            choices = [
-                [
-                    (p, groups[g].gpus // p)
-                    for p in divisors(groups[g].gpus)
-                    if aligned(groups[g].gpus // p, groups[g].gpus_per_node)
-                ]
-                for g in subset
-            ]
-            for combo in _product(choices):
-                p = sum(c[0] for c in combo)
-                if p > self.n or fix.get("pp", p) != p:
-                    continue
-                widths = [c[1] for c in combo]
-                room = math.gcd(*widths)  # ranks per stage and group that d, cp and t share
-                for d, cp in [(dd, cp) for dd in divisors(room) for cp in self._context_degrees(room // dd)]:
-                    ts = [w // (d * cp) for w in widths]
-                    if tr.one_tp and len(set(ts)) > 1:
-                        continue
-                    if any(not self.tp_fits(t) or not aligned(t * cp, groups[g].gpus_per_node)
-                           for g, t in zip(subset, ts)):
-                        continue
-                    if fix.get("dp", d) != d or any(fix.get("tp", t) != t for t in ts):
-                        continue
-                    parts = tuple((g, c[0], t) for g, c, t in zip(subset, combo, ts))
-                    shapes = self._schedules("pipe", parts, p, d, 0, tr.global_batch)
-                    out += [replace(sh, c=cp) for sh in shapes] if cp > 1 else shapes
-            # hap mode: replicas of whole pipelines on different groups
-            if len(subset) < 2 or not tr.hap:
-                continue
-            for p in range(1, self.n + 1):
-                if fix.get("pp", p) != p:
-                    continue
-                for t in (1, 2, 4, 8, 16, 32, 64):
-                    if not self.tp_fits(t) or fix.get("tp", t) != t:
-                        continue
-                    reps = []
-                    for g in subset:
-                        gr = groups[g]
-                        if gr.gpus % (p * t) or not aligned(t, gr.gpus_per_node):
-                            break
-                        dg = gr.gpus // (p * t)
-                        if not aligned(dg * t, gr.gpus_per_node):
-                            break
-                        reps.append((g, dg))
-                    else:
-                        d = sum(r[1] for r in reps)
-                        if fix.get("dp", d) == d:
-                            out += self._schedules("hap", tuple(reps), p, d, t, tr.global_batch)
-        return out
-
-    def _context_degrees(self, room: int) -> list[int]:
-        """The context-parallel degrees a pipeline shape may take when ``room`` ranks per stage and
-        replica are left for TP and CP: divisors of ``room`` up to ``--max-cp``, for dense models,
-        splitting the sequence into 2c equal chunks (Megatron-LM's load-balanced causal split)."""
-        tr = self.train
-        if tr.max_cp == 1 or self.model.moe:
-            return [1] if tr.fix.get("cp", 1) == 1 else []
-        return [c for c in divisors(room)
-                if c <= tr.max_cp and (c == 1 or tr.seq % (2 * c) == 0) and tr.fix.get("cp", c) == c]
-
-    def _schedules(self, mode: str, parts: tuple, p: int, d: int, t: int, B: int) -> list[Shape]:
-        tr, fix = self.train, self.train.fix
-        out = []
-        for b in tr.microbatches:
-            if fix.get("mb", b) != b:
-                continue
-            if mode == "pipe":
-                if B % (d * b):
-                    continue
-                m = B // (d * b)
-            else:
-                if B % b or B // b < d:
-                    continue
-                m = B // b
-            for sched in tr.schedules:
-                if fix.get("schedule", sched) != sched or (p == 1 and sched != "1f1b"):
-                    continue
-                if sched == "interleaved":
-                    if mode == "hap" or m % p or p < tr.interleave_min_pp:
-                        continue
-                    for v in tr.interleave:
-                        if p * v <= self.n and fix.get("v", v) == v:
-                            out.append(Shape(mode, parts, p, d, t, b, m, sched, v=v))
-                elif sched == "kfkb":
-                    for k in tr.group_sizes:
-                        if k < (m if mode == "pipe" else m // d):
-                            out.append(Shape(mode, parts, p, d, t, b, m, sched, k=k))
-                elif sched == "gpipe" and mode == "hap":
-                    continue
-                else:
-                    out.append(Shape(mode, parts, p, d, t, b, m, sched))
-        if tr.uniform_recompute:
-            out = [replace(sh, rc=rc) for sh in out for rc in self._recompute_modes()]
-        experts = math.gcd(*(blk.experts for blk in self.model.blocks))
-        if experts:  # MoE: every expert-parallel degree that divides d and every MoE block's experts
-            eps = [e for e in divisors(math.gcd(d, experts)) if fix.get("ep", e) == e]
-            out = [replace(sh, ep=e) for sh in out for e in eps]
-        return out
-
-    def _recompute_modes(self) -> list[str]:
-        tr = self.train
-        return [rc for rc in RECOMPUTE if rc in tr.recompute and tr.fix.get("recompute", rc) == rc]
-
     # -- per-shape data ----------------------------------------------------------------------------
-
-    def table(self, g: int, t: int, sh: Shape) -> StageTables:
-        """Group ``g``'s per-block prefix tables at TP ``t`` for shape ``sh`` (its d, b, ep and c); cached."""
-        key = (g, t, sh.d, sh.b, sh.ep, sh.c)
-        tab = self.tables.get(key)
-        if tab is None:
-            gr = self.cluster.groups[g]
-            tab = StageTables(self.model, gr, t, sh.d, sh.b, self.train,
-                              ep_group_inter=sh.d * t > gr.gpus_per_node, ep=sh.ep, c=sh.c)
-            self.tables[key] = tab
-        return tab
 
     def _classes(self, sid: int) -> list:
         """Pipe: one class (the replicas), groups per stage. Hap: one class per group: (g, replicas)."""
@@ -319,49 +128,6 @@ class PlanSearch(Seeding, Bounds, TopK):
     def start_node(self, sid: int) -> tuple:
         """Shape ``sid``'s first stage-level node: no blocks placed, every stage left."""
         return ("s", sid, 0, self.start_counts(sid), *self.zero_state(sid), (), ())
-
-    def dp_link(self, sid: int, g: int, t: int) -> tuple:
-        sh, eff = self.shapes[sid], self.train.link_efficiency
-        gr = self.cluster.groups[g]
-        if sh.mode == "pipe":  # the data x context group, its ranks t apart (TP innermost)
-            d = sh.replicas
-            k1 = d if d * t <= gr.gpus_per_node else max(1, gr.gpus_per_node // t)
-            return (
-                k1,
-                d // k1,
-                gr.intra_bandwidth * eff,
-                gr.inter_bandwidth * eff,
-                gr.intra_latency,
-                gr.inter_latency,
-            )
-        groups = [self.cluster.groups[x] for x, _ in sh.parts]
-        k1 = min(
-            r
-            if r * t <= self.cluster.groups[x].gpus_per_node
-            else max(1, self.cluster.groups[x].gpus_per_node // t)
-            for x, r in sh.parts
-        )
-        return (
-            k1,
-            -(-sh.d // k1),
-            min(x.intra_bandwidth for x in groups) * eff,
-            min(x.inter_bandwidth for x in groups) * eff,
-            max(x.intra_latency for x in groups),
-            max(x.inter_latency for x in groups),
-        )
-
-    def _p2p_link(self, sid: int, prev: int | None, g: int, t: int) -> tuple | None:
-        """The link a stage on group g receives its input over (None for the first stage)."""
-        if prev is None:
-            return None
-        sh, eff = self.shapes[sid], self.train.link_efficiency
-        gr = self.cluster.groups[g]
-        if prev != g:
-            bw, lat = self.cluster.link(self.cluster.groups[prev], gr)
-            return bw * eff, lat
-        if sh.replicas * t >= gr.gpus_per_node:
-            return gr.inter_bandwidth * eff, gr.inter_latency
-        return gr.intra_bandwidth * eff, gr.intra_latency
 
     # -- the tree --------------------------------------------------------------------------------
 
@@ -426,21 +192,6 @@ class PlanSearch(Seeding, Bounds, TopK):
                 yield self.start_node(sid)
         else:
             yield from self._stage_children(node)
-
-    def _allowed(self, sid: int) -> tuple:
-        """The (recompute, ZeRO) pairs a stage of shape ``sid`` may take, in the order children use."""
-        hit = self._allowed_cache.get(sid)
-        if hit is not None:
-            return hit
-        sh, tr = self.shapes[sid], self.train
-        rcs = [sh.rc] if sh.rc else self._recompute_modes()
-        zs = [z for z in sorted(tr.zero) if tr.fix.get("zero", z) == z]
-        if sh.replicas == 1:
-            zs = [0] if (not zs or 0 in zs or "zero" not in tr.fix) else []
-        elif 1 in zs and 0 in zs:
-            zs.remove(0)  # ZeRO-1 is never slower and always smaller than plain DP
-        hit = self._allowed_cache[sid] = tuple((rc, z) for rc in rcs for z in zs)
-        return hit
 
     def _stage_children(self, node: tuple) -> Any:
         _, sid, lo, counts, S, X, E, stages, order = node
@@ -545,163 +296,6 @@ class PlanSearch(Seeding, Bounds, TopK):
             return False
         return not 2 <= j <= sh.p - 2 or k == stages[1][1]
 
-    def _stage_options(self, sid: int, g: int | None, lo: int, hi: int, j: int, prev: int | None) -> tuple:
-        """The memory-feasible (recompute, ZeRO) options of blocks [lo, hi) as stage ``j``, less those
-        no better in every stage term than another: pipe (a, b, c, rc, z) with a = tau + 2 p2p (the
-        fill term), b = tau + e p2p (the steady term), c = exposed DP + optimizer; hap the same with
-        a and b per class. Cached: the options depend only on the key, not on the path."""
-        key = (sid, g, lo, hi, j, prev)
-        hit = self.opts.get(key)
-        if hit is not None:
-            return hit
-        out = pareto_options(self.stage_terms(sid, g, lo, hi, j, prev), self.shapes[sid].mode == "pipe")
-        self.opts[key] = out
-        return out
-
-    def stage_terms(self, sid: int, g: int | None, lo: int, hi: int, j: int, prev: int | None) -> list:
-        """Every memory-feasible option of blocks [lo, hi) as stage ``j`` (see ``_stage_options``).
-
-        The arithmetic of :func:`stage_cost` for all (recompute, ZeRO) pairs at once, with the
-        per-(shape, group) constants hoisted (``_class_consts``); a test checks it against stage_cost."""
-        sh = self.shapes[sid]
-        allowed = self._allowed(sid)
-        if sh.mode == "pipe":
-            classes = ((g, prev),)
-        else:
-            classes = tuple((gg, gg if j else None) for gg, _ in sh.parts)
-        per_class = []
-        for gg, before in classes:
-            cc = self._class_consts(sid, gg, before)
-            tab, usable, zc, e, dp_one, zero3, infl, p2p_c = cc
-            params = tab.params[hi] - tab.params[lo]
-            if tab.tied and lo == 0 and hi == self.n:
-                params -= tab.head_params
-            local = params / tab.t
-            dense = (tab.dense[hi] - tab.dense[lo]) / tab.t
-            experts = (tab.expert[hi] - tab.expert[lo]) / tab.t
-            one = collectives = 0.0
-            if dp_one is not None:
-                one, collectives = dp_one(dense, experts), zero3(dense, experts, hi - lo)
-            p2p = 0.0 if p2p_c is None else p2p_c[0] + p2p_c[1] * tab.boundaries[hi - 1]
-            fj = infl[j]
-            terms = []
-            for rc, z in allowed:
-                tau = tab.time[rc][hi] - tab.time[rc][lo]
-                state, gbuf, touched_f, m_dp, state_e, touched_e = zc[z]
-                memory = ((local - experts) * state + experts * state_e + gbuf
-                          + (tab.act[rc][hi] - tab.act[rc][lo]) * fj)
-                if rc == "full":
-                    memory += tab.working_set
-                if memory > usable:
-                    terms.append(None)
-                    continue
-                exposed = 0.0
-                if dp_one is not None:
-                    if z == 3:
-                        tau += max(0.0, collectives - ZERO3_OVERLAP * tau)
-                    else:
-                        dp = one / 2 * m_dp + one / 2 if z == 2 else one
-                        exposed = max(0.0, dp - tau * 2 / 3)
-                exposed += (local - experts) * touched_f + experts * touched_e
-                terms.append((tau + 2 * p2p, tau + e * p2p, exposed))
-            per_class.append(terms)
-        out = []
-        for i, (rc, z) in enumerate(allowed):
-            row = [terms[i] for terms in per_class]
-            if any(r is None for r in row):
-                continue
-            if sh.mode == "pipe":
-                out.append((row[0][0], row[0][1], row[0][2], rc, z))
-            else:
-                avec, bvec = tuple(r[0] for r in row), tuple(r[1] for r in row)
-                out.append((avec, bvec, max(r[2] for r in row), rc, z))
-        return out
-
-    def _class_consts(self, sid: int, gg: int, before: int | None) -> tuple:
-        """What the stage cost of shape ``sid`` on group ``gg`` needs besides the blocks, computed once."""
-        key = (sid, gg, before)
-        hit = self._consts.get(key)
-        if hit is not None:
-            return hit
-        sh, tr = self.shapes[sid], self.train
-        t = self._tp(sid, gg)
-        tab = self.table(gg, t, sh)
-        m_mem = sh.m if sh.mode == "pipe" else sh.p
-        zc = {}
-        r = tab.expert_replicas
-        for z in (0, 1, 2, 3):
-            state = state_bytes_per_param(z, sh.replicas, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
-            state_e = state_bytes_per_param(z, r, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
-            gbuf = tab.gather_buffer / t * tr.weight_bytes if z == 3 else 0.0
-            touched_f = 2 * tr.state_bytes / tab.group.hbm_bandwidth / (sh.replicas if z >= 1 else 1)
-            touched_e = 2 * tr.state_bytes / tab.group.hbm_bandwidth / (r if z >= 1 else 1)
-            zc[z] = (state, gbuf, touched_f, m_mem, state_e, touched_e)
-        e = p2p_sends(sh.schedule, sh.v, sh.k)
-        dp_one = zero3 = None
-        if sh.replicas > 1:
-            link = self.dp_link(sid, gg, t)
-
-            def dp_one(dense: float, experts: float, link: tuple = link) -> float:
-                out = hierarchical_allreduce(dense * tr.grad_bytes, *link)
-                if experts and r > 1:
-                    out += allreduce(experts * tr.grad_bytes, r, *tab.expert_ring)
-                return out
-
-            def zero3(dense: float, experts: float, blocks: int, link: tuple = link) -> float:
-                out = zero3_collectives(dense, blocks, sh.replicas, flat_ring(link), tr.weight_bytes)
-                if experts and r > 1:
-                    out += zero3_collectives(experts, blocks, r, tab.expert_ring, tr.weight_bytes)
-                return out
-
-        infl = [inflight(sh.schedule, j, sh.p, m_mem, sh.v, sh.k) for j in range(sh.p)]
-        p2p_c = None
-        link2 = self._p2p_link(sid, before, gg, t)
-        if link2 is not None:
-            bw, lat = link2
-            p2p_c = (lat, 2.0 * sh.b * tr.seq / sh.c / t / bw)
-        out = (tab, tr.usable(self.cluster.groups[gg]), zc, e, dp_one, zero3, infl, p2p_c)
-        self._consts[key] = out
-        return out
-
-    def _tp(self, sid: int, g: int) -> int:
-        sh = self.shapes[sid]
-        if sh.mode == "hap":
-            return sh.t
-        return next(t for pg, _, t in sh.parts if pg == g)
-
-    def _dominated(self, child: tuple) -> bool:
-        """Per-worker memo: drop a state no better than one seen at equal (shape, blocks, stages left,
-        last group: the next stage's p2p link depends on it) that comes first in depth-first order.
-        Every completion of the kept state is then no slower and sorts first, so the plan does not
-        depend on which state a worker met first (a sequential search meets them in that order)."""
-        key = (child[1], child[2], child[3], child[7][-1][0])
-        if self.train.megatron_stages and len(child[7]) > 1:  # the middle stages' size binds the rest
-            key += (child[7][1][1],)
-        seen = self.memo.get(key)
-        order = child[8]
-        if len(child[4]) == 1:  # pipe: (sum, max, exposed) scalars, compared without generators
-            s, x, e = child[4][0], child[5][0], child[6]
-            if seen is None:
-                self.memo[key] = [(s, x, e, order)]
-                return False
-            for o in seen:
-                if o[0] <= s and o[1] <= x and o[2] <= e and o[3] < order:
-                    return True
-            seen[:] = [o for o in seen if not (s <= o[0] and x <= o[1] and e <= o[2] and order < o[3])]
-            seen.append((s, x, e, order))
-            return False
-        vec = child[4] + child[5] + (child[6],)
-        if seen is None:
-            self.memo[key] = [(vec, order)]
-            return False
-        for old, old_order in seen:
-            if old_order < order and all(a <= b for a, b in zip(old, vec)):
-                return True
-        seen[:] = [(old, old_order) for old, old_order in seen
-                   if not (order < old_order and all(a <= b for a, b in zip(vec, old)))]
-        seen.append((vec, order))
-        return False
-
     def make(self, sid: int, node: tuple, g: int | None, t: int, k: int, rc: str, z: int) -> tuple | None:
         _, _, lo, counts, S, X, E, stages, order = node
         sh, tr = self.shapes[sid], self.train
@@ -796,13 +390,6 @@ class ExhaustivePlanSearch(PlanSearch):
 
     combined_pareto = False
     pruning = False
-
-
-def _product(lists: list) -> list:
-    out: list = [()]
-    for options in lists:
-        out = [o + (x,) for o in out for x in options]
-    return out
 
 
 def _discrepancy(share: int, low: int, high: int) -> list[int]:

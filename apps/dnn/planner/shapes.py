@@ -1,0 +1,207 @@
+"""The planner's levels 1-3: which pipeline shapes a plan may take (formation, data, tensor, context
+and expert degrees, micro-batch, schedule), before any stage is placed.
+
+A mixin of :class:`~yewpy.apps.dnn.planner.search.PlanSearch` (it reads the search's model, cluster
+and training settings); :class:`Shape` is what the stage tree below it refers to by index.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from yewpy.apps.dnn.cluster import Cluster
+from yewpy.apps.dnn.cost import RECOMPUTE, Training
+from yewpy.apps.dnn.models import Model
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The global decisions of a plan (levels 1-3)."""
+
+    mode: str  # "pipe": per-stage device groups; "hap": replicas of different groups
+    parts: tuple  # pipe: ((group, stages, t), ...); hap: ((group, replicas), ...)
+    p: int
+    d: int
+    t: int  # hap: the common TP degree; pipe: 0 (per group in parts)
+    b: int
+    m: int  # pipe: micro-batches per replica; hap: micro-batches in all (B / b)
+    schedule: str
+    v: int = 1
+    k: int = 1
+    rc: str = ""  # the one recomputation mode of every stage, when the launcher needs one (else "")
+    ep: int = 1  # expert-parallel degree (MoE models): a divisor of gcd(d, experts)
+    c: int = 1  # context-parallel degree: each sequence split over c ranks (pipe mode, dense models)
+
+    @property
+    def replicas(self) -> int:
+        """Ranks that hold the same parameters, all-reduce their gradients and share ZeRO state: the
+        data-parallel ranks times the context-parallel ones (Megatron-LM's data-context group)."""
+        return self.d * self.c
+
+    @property
+    def div(self) -> int:
+        """What Eq. 1 divides the stages' summed time by: v for the interleaved schedule, else 1."""
+        return self.v if self.schedule == "interleaved" else 1
+
+    @property
+    def c1(self) -> float:
+        """Eq. 1's factor on the largest stage's time: m - 1/v (interleaved) or m - 1."""
+        return self.m - 1 / self.div
+
+    def form(self) -> tuple:
+        if self.mode == "pipe":
+            return ("pipe", tuple((g, s) for g, s, _ in self.parts))
+        return ("hap", self.p, self.t, tuple(g for g, _ in self.parts))
+
+
+def heads_not_divided(model: Model, t: int) -> tuple[int, str] | None:
+    """The head count that tensor-parallel degree ``t`` does not divide, and what it counts, or None:
+    Megatron-LM's ``arguments.py`` asserts that tp divides the attention heads and the key/value
+    head groups."""
+    meta = model.meta or {}
+    for key, what in (("heads", "attention heads"), ("kv_heads", "key/value head groups")):
+        count = meta.get(key)
+        if count and count % t:
+            return count, what
+    return None
+
+
+def divisors(n: int) -> list[int]:
+    return [x for x in range(1, n + 1) if n % x == 0]
+
+
+def aligned(width: int, g: int) -> bool:
+    """A group of ``width`` GPUs on nodes of ``g``: inside one node or whole nodes. For a
+    tensor-parallel group the latter is TP across nodes, its all-reduces costed on the network."""
+    return width % g == 0 or g % width == 0
+
+
+def _product(lists: list) -> list:
+    out: list = [()]
+    for options in lists:
+        out = [o + (x,) for o in out for x in options]
+    return out
+
+
+class Shapes:
+    """Every shape the settings allow (``_shapes``), and the rules each degree must obey."""
+
+    model: Model
+    cluster: Cluster
+    train: Training
+    n: int
+
+    def tp_fits(self, t: int) -> bool:
+        """A tensor-parallel degree Megatron-LM can build: at most ``--max-tp``, and dividing the
+        model's heads (:func:`heads_not_divided`)."""
+        return t <= self.train.max_tp and heads_not_divided(self.model, t) is None
+
+    def _shapes(self) -> list[Shape]:
+        tr, fix, groups = self.train, self.train.fix, self.cluster.groups
+        out = []
+        subsets = [[g for g in range(len(groups)) if mask >> g & 1] for mask in range(1, 1 << len(groups))]
+        for subset in subsets:
+            # pipe mode
+            choices = [
+                [
+                    (p, groups[g].gpus // p)
+                    for p in divisors(groups[g].gpus)
+                    if aligned(groups[g].gpus // p, groups[g].gpus_per_node)
+                ]
+                for g in subset
+            ]
+            for combo in _product(choices):
+                p = sum(c[0] for c in combo)
+                if p > self.n or fix.get("pp", p) != p:
+                    continue
+                widths = [c[1] for c in combo]
+                room = math.gcd(*widths)  # ranks per stage and group that d, cp and t share
+                for d, cp in [(dd, cp) for dd in divisors(room) for cp in self._context_degrees(room // dd)]:
+                    ts = [w // (d * cp) for w in widths]
+                    if tr.one_tp and len(set(ts)) > 1:
+                        continue
+                    if any(not self.tp_fits(t) or not aligned(t * cp, groups[g].gpus_per_node)
+                           for g, t in zip(subset, ts)):
+                        continue
+                    if fix.get("dp", d) != d or any(fix.get("tp", t) != t for t in ts):
+                        continue
+                    parts = tuple((g, c[0], t) for g, c, t in zip(subset, combo, ts))
+                    shapes = self._schedules("pipe", parts, p, d, 0, tr.global_batch)
+                    out += [replace(sh, c=cp) for sh in shapes] if cp > 1 else shapes
+            # hap mode: replicas of whole pipelines on different groups
+            if len(subset) < 2 or not tr.hap:
+                continue
+            for p in range(1, self.n + 1):
+                if fix.get("pp", p) != p:
+                    continue
+                for t in (1, 2, 4, 8, 16, 32, 64):
+                    if not self.tp_fits(t) or fix.get("tp", t) != t:
+                        continue
+                    reps = []
+                    for g in subset:
+                        gr = groups[g]
+                        if gr.gpus % (p * t) or not aligned(t, gr.gpus_per_node):
+                            break
+                        dg = gr.gpus // (p * t)
+                        if not aligned(dg * t, gr.gpus_per_node):
+                            break
+                        reps.append((g, dg))
+                    else:
+                        d = sum(r[1] for r in reps)
+                        if fix.get("dp", d) == d:
+                            out += self._schedules("hap", tuple(reps), p, d, t, tr.global_batch)
+        return out
+
+    def _context_degrees(self, room: int) -> list[int]:
+        """The context-parallel degrees a pipeline shape may take when ``room`` ranks per stage and
+        replica are left for TP and CP: divisors of ``room`` up to ``--max-cp``, for dense models,
+        splitting the sequence into 2c equal chunks (Megatron-LM's load-balanced causal split)."""
+        tr = self.train
+        if tr.max_cp == 1 or self.model.moe:
+            return [1] if tr.fix.get("cp", 1) == 1 else []
+        return [c for c in divisors(room)
+                if c <= tr.max_cp and (c == 1 or tr.seq % (2 * c) == 0) and tr.fix.get("cp", c) == c]
+
+    def _schedules(self, mode: str, parts: tuple, p: int, d: int, t: int, B: int) -> list[Shape]:
+        tr, fix = self.train, self.train.fix
+        out = []
+        for b in tr.microbatches:
+            if fix.get("mb", b) != b:
+                continue
+            if mode == "pipe":
+                if B % (d * b):
+                    continue
+                m = B // (d * b)
+            else:
+                if B % b or B // b < d:
+                    continue
+                m = B // b
+            for sched in tr.schedules:
+                if fix.get("schedule", sched) != sched or (p == 1 and sched != "1f1b"):
+                    continue
+                if sched == "interleaved":
+                    if mode == "hap" or m % p or p < tr.interleave_min_pp:
+                        continue
+                    for v in tr.interleave:
+                        if p * v <= self.n and fix.get("v", v) == v:
+                            out.append(Shape(mode, parts, p, d, t, b, m, sched, v=v))
+                elif sched == "kfkb":
+                    for k in tr.group_sizes:
+                        if k < (m if mode == "pipe" else m // d):
+                            out.append(Shape(mode, parts, p, d, t, b, m, sched, k=k))
+                elif sched == "gpipe" and mode == "hap":
+                    continue
+                else:
+                    out.append(Shape(mode, parts, p, d, t, b, m, sched))
+        if tr.uniform_recompute:
+            out = [replace(sh, rc=rc) for sh in out for rc in self._recompute_modes()]
+        experts = math.gcd(*(blk.experts for blk in self.model.blocks))
+        if experts:  # MoE: every expert-parallel degree that divides d and every MoE block's experts
+            eps = [e for e in divisors(math.gcd(d, experts)) if fix.get("ep", e) == e]
+            out = [replace(sh, ep=e) for sh in out for e in eps]
+        return out
+
+    def _recompute_modes(self) -> list[str]:
+        tr = self.train
+        return [rc for rc in RECOMPUTE if rc in tr.recompute and tr.fix.get("recompute", rc) == rc]

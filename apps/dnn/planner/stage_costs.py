@@ -1,0 +1,237 @@
+"""What one pipeline stage costs: the per-(shape, group) constants, the links it talks over, and
+its time, exposed data-parallel time and memory under every (recomputation, ZeRO) option.
+
+A mixin of :class:`~yewpy.apps.dnn.planner.search.PlanSearch`; it evaluates the arithmetic of
+:func:`~yewpy.apps.dnn.cost.stage_cost` for all options at once, and caches by what each result
+depends on, not by path, so the many stage nodes that share a key share the work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from yewpy.apps.dnn.cluster import Cluster
+from yewpy.apps.dnn.cost import (
+    ZERO3_OVERLAP,
+    StageTables,
+    Training,
+    allreduce,
+    flat_ring,
+    hierarchical_allreduce,
+    inflight,
+    p2p_sends,
+    state_bytes_per_param,
+    zero3_collectives,
+)
+from yewpy.apps.dnn.models import Model
+from yewpy.apps.dnn.planner.pareto import pareto_options
+from yewpy.apps.dnn.planner.shapes import Shape
+
+
+class StageCosts:
+    """The stage cost tables and options (``stage_terms``, ``_stage_options``) and the links."""
+
+    model: Model
+    cluster: Cluster
+    train: Training
+    n: int
+    shapes: list[Shape]
+    tables: dict
+    opts: dict
+    _consts: dict
+    _allowed_cache: dict
+
+    _recompute_modes: Callable[[], list[str]]  # from Shapes
+
+    def table(self, g: int, t: int, sh: Shape) -> StageTables:
+        """Group ``g``'s per-block prefix tables at TP ``t`` for shape ``sh`` (its d, b, ep and c); cached."""
+        key = (g, t, sh.d, sh.b, sh.ep, sh.c)
+        tab = self.tables.get(key)
+        if tab is None:
+            gr = self.cluster.groups[g]
+            tab = StageTables(self.model, gr, t, sh.d, sh.b, self.train,
+                              ep_group_inter=sh.d * t > gr.gpus_per_node, ep=sh.ep, c=sh.c)
+            self.tables[key] = tab
+        return tab
+
+    def dp_link(self, sid: int, g: int, t: int) -> tuple:
+        sh, eff = self.shapes[sid], self.train.link_efficiency
+        gr = self.cluster.groups[g]
+        if sh.mode == "pipe":  # the data x context group, its ranks t apart (TP innermost)
+            d = sh.replicas
+            k1 = d if d * t <= gr.gpus_per_node else max(1, gr.gpus_per_node // t)
+            return (
+                k1,
+                d // k1,
+                gr.intra_bandwidth * eff,
+                gr.inter_bandwidth * eff,
+                gr.intra_latency,
+                gr.inter_latency,
+            )
+        groups = [self.cluster.groups[x] for x, _ in sh.parts]
+        k1 = min(
+            r
+            if r * t <= self.cluster.groups[x].gpus_per_node
+            else max(1, self.cluster.groups[x].gpus_per_node // t)
+            for x, r in sh.parts
+        )
+        return (
+            k1,
+            -(-sh.d // k1),
+            min(x.intra_bandwidth for x in groups) * eff,
+            min(x.inter_bandwidth for x in groups) * eff,
+            max(x.intra_latency for x in groups),
+            max(x.inter_latency for x in groups),
+        )
+
+    def _p2p_link(self, sid: int, prev: int | None, g: int, t: int) -> tuple | None:
+        """The link a stage on group g receives its input over (None for the first stage)."""
+        if prev is None:
+            return None
+        sh, eff = self.shapes[sid], self.train.link_efficiency
+        gr = self.cluster.groups[g]
+        if prev != g:
+            bw, lat = self.cluster.link(self.cluster.groups[prev], gr)
+            return bw * eff, lat
+        if sh.replicas * t >= gr.gpus_per_node:
+            return gr.inter_bandwidth * eff, gr.inter_latency
+        return gr.intra_bandwidth * eff, gr.intra_latency
+
+    def _allowed(self, sid: int) -> tuple:
+        """The (recompute, ZeRO) pairs a stage of shape ``sid`` may take, in the order children use."""
+        hit = self._allowed_cache.get(sid)
+        if hit is not None:
+            return hit
+        sh, tr = self.shapes[sid], self.train
+        rcs = [sh.rc] if sh.rc else self._recompute_modes()
+        zs = [z for z in sorted(tr.zero) if tr.fix.get("zero", z) == z]
+        if sh.replicas == 1:
+            zs = [0] if (not zs or 0 in zs or "zero" not in tr.fix) else []
+        elif 1 in zs and 0 in zs:
+            zs.remove(0)  # ZeRO-1 is never slower and always smaller than plain DP
+        hit = self._allowed_cache[sid] = tuple((rc, z) for rc in rcs for z in zs)
+        return hit
+
+    def _stage_options(self, sid: int, g: int | None, lo: int, hi: int, j: int, prev: int | None) -> tuple:
+        """The memory-feasible (recompute, ZeRO) options of blocks [lo, hi) as stage ``j``, less those
+        no better in every stage term than another: pipe (a, b, c, rc, z) with a = tau + 2 p2p (the
+        fill term), b = tau + e p2p (the steady term), c = exposed DP + optimizer; hap the same with
+        a and b per class. Cached: the options depend only on the key, not on the path."""
+        key = (sid, g, lo, hi, j, prev)
+        hit = self.opts.get(key)
+        if hit is not None:
+            return hit
+        out = pareto_options(self.stage_terms(sid, g, lo, hi, j, prev), self.shapes[sid].mode == "pipe")
+        self.opts[key] = out
+        return out
+
+    def stage_terms(self, sid: int, g: int | None, lo: int, hi: int, j: int, prev: int | None) -> list:
+        """Every memory-feasible option of blocks [lo, hi) as stage ``j`` (see ``_stage_options``).
+
+        The arithmetic of :func:`stage_cost` for all (recompute, ZeRO) pairs at once, with the
+        per-(shape, group) constants hoisted (``_class_consts``); a test checks it against stage_cost."""
+        sh = self.shapes[sid]
+        allowed = self._allowed(sid)
+        if sh.mode == "pipe":
+            classes = ((g, prev),)
+        else:
+            classes = tuple((gg, gg if j else None) for gg, _ in sh.parts)
+        per_class = []
+        for gg, before in classes:
+            cc = self._class_consts(sid, gg, before)
+            tab, usable, zc, e, dp_one, zero3, infl, p2p_c = cc
+            params = tab.params[hi] - tab.params[lo]
+            if tab.tied and lo == 0 and hi == self.n:
+                params -= tab.head_params
+            local = params / tab.t
+            dense = (tab.dense[hi] - tab.dense[lo]) / tab.t
+            experts = (tab.expert[hi] - tab.expert[lo]) / tab.t
+            one = collectives = 0.0
+            if dp_one is not None:
+                one, collectives = dp_one(dense, experts), zero3(dense, experts, hi - lo)
+            p2p = 0.0 if p2p_c is None else p2p_c[0] + p2p_c[1] * tab.boundaries[hi - 1]
+            fj = infl[j]
+            terms = []
+            for rc, z in allowed:
+                tau = tab.time[rc][hi] - tab.time[rc][lo]
+                state, gbuf, touched_f, m_dp, state_e, touched_e = zc[z]
+                memory = ((local - experts) * state + experts * state_e + gbuf
+                          + (tab.act[rc][hi] - tab.act[rc][lo]) * fj)
+                if rc == "full":
+                    memory += tab.working_set
+                if memory > usable:
+                    terms.append(None)
+                    continue
+                exposed = 0.0
+                if dp_one is not None:
+                    if z == 3:
+                        tau += max(0.0, collectives - ZERO3_OVERLAP * tau)
+                    else:
+                        dp = one / 2 * m_dp + one / 2 if z == 2 else one
+                        exposed = max(0.0, dp - tau * 2 / 3)
+                exposed += (local - experts) * touched_f + experts * touched_e
+                terms.append((tau + 2 * p2p, tau + e * p2p, exposed))
+            per_class.append(terms)
+        out = []
+        for i, (rc, z) in enumerate(allowed):
+            row = [terms[i] for terms in per_class]
+            if any(r is None for r in row):
+                continue
+            if sh.mode == "pipe":
+                out.append((row[0][0], row[0][1], row[0][2], rc, z))
+            else:
+                avec, bvec = tuple(r[0] for r in row), tuple(r[1] for r in row)
+                out.append((avec, bvec, max(r[2] for r in row), rc, z))
+        return out
+
+    def _class_consts(self, sid: int, gg: int, before: int | None) -> tuple:
+        """What the stage cost of shape ``sid`` on group ``gg`` needs besides the blocks, computed once."""
+        key = (sid, gg, before)
+        hit = self._consts.get(key)
+        if hit is not None:
+            return hit
+        sh, tr = self.shapes[sid], self.train
+        t = self._tp(sid, gg)
+        tab = self.table(gg, t, sh)
+        m_mem = sh.m if sh.mode == "pipe" else sh.p
+        zc = {}
+        r = tab.expert_replicas
+        for z in (0, 1, 2, 3):
+            state = state_bytes_per_param(z, sh.replicas, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
+            state_e = state_bytes_per_param(z, r, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
+            gbuf = tab.gather_buffer / t * tr.weight_bytes if z == 3 else 0.0
+            touched_f = 2 * tr.state_bytes / tab.group.hbm_bandwidth / (sh.replicas if z >= 1 else 1)
+            touched_e = 2 * tr.state_bytes / tab.group.hbm_bandwidth / (r if z >= 1 else 1)
+            zc[z] = (state, gbuf, touched_f, m_mem, state_e, touched_e)
+        e = p2p_sends(sh.schedule, sh.v, sh.k)
+        dp_one = zero3 = None
+        if sh.replicas > 1:
+            link = self.dp_link(sid, gg, t)
+
+            def dp_one(dense: float, experts: float, link: tuple = link) -> float:
+                out = hierarchical_allreduce(dense * tr.grad_bytes, *link)
+                if experts and r > 1:
+                    out += allreduce(experts * tr.grad_bytes, r, *tab.expert_ring)
+                return out
+
+            def zero3(dense: float, experts: float, blocks: int, link: tuple = link) -> float:
+                out = zero3_collectives(dense, blocks, sh.replicas, flat_ring(link), tr.weight_bytes)
+                if experts and r > 1:
+                    out += zero3_collectives(experts, blocks, r, tab.expert_ring, tr.weight_bytes)
+                return out
+
+        infl = [inflight(sh.schedule, j, sh.p, m_mem, sh.v, sh.k) for j in range(sh.p)]
+        p2p_c = None
+        link2 = self._p2p_link(sid, before, gg, t)
+        if link2 is not None:
+            bw, lat = link2
+            p2p_c = (lat, 2.0 * sh.b * tr.seq / sh.c / t / bw)
+        out = (tab, tr.usable(self.cluster.groups[gg]), zc, e, dp_one, zero3, infl, p2p_c)
+        self._consts[key] = out
+        return out
+
+    def _tp(self, sid: int, g: int) -> int:
+        sh = self.shapes[sid]
+        if sh.mode == "hap":
+            return sh.t
+        return next(t for pg, _, t in sh.parts if pg == g)
