@@ -70,8 +70,8 @@ class BuildPyWithPxd(build_py):
 
 
 setup(
-    packages=["yewpy", "yewpy.runtime", "yewpy.operations", "yewpy.tools", "yewpy.compiler",
-              "yewpy.skeletons", "yewpy.apps", "yewpy.apps.dnn", "yewpy.apps.dnn.planner",
+    packages=["yewpy", "yewpy.runtime", "yewpy.runtime.mpi", "yewpy.operations", "yewpy.tools",
+              "yewpy.compiler", "yewpy.skeletons", "yewpy.apps", "yewpy.apps.dnn", "yewpy.apps.dnn.planner",
               "yewpy.apps.dnn.fusion"],
     package_dir={"yewpy": "yewpy", "yewpy.skeletons": "skeletons", "yewpy.apps": "apps"},
     package_data={"yewpy": ["py.typed", "*.pyi"], "yewpy.apps": ["*.pyi"],

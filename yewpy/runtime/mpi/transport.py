@@ -1,26 +1,10 @@
-"""Work stealing over MPI: every rank searches, idle ranks steal, control travels on a spanning tree.
-
-Rank 0 starts from the root; every other rank starts idle and steals.  A victim hands a thief a
-share of its open work (``steal``: half of it by default, shallowest first, packed into one
-buffer); busy ranks read messages every ``slice_nodes`` nodes, a count adapted so that a slice
-lasts about ``SLICE_TARGET`` seconds whatever a node costs.  Thieves pick a random rank on their
-own node first, then random remote ones, and retry the last rank that gave them work.
-
-Everything else is a wave or a flood on a binary spanning tree (``tree.SpanningTree``), so each
-event costs O(log P) hops and at most three messages per rank: incumbents and STOP flood out,
-progress reports and checkpoint parts come up, checkpoint and resume orders go down, and
-termination is detected by waves that add up the work messages each rank has sent and received
-(Mattern's four-counter method: two waves that see the same totals, sent = received, answered
-only by idle ranks).  Sends are synchronous-mode and non-blocking (``issend``), and the final
-non-blocking barrier starts only once a rank's own sends are matched, so no message is left in
-flight when the job ends.
-"""
+"""One rank's MPI transport: the message loop, the floods (INCUMBENT, STOP), the search loop's
+hooks (``poll``, ``idle``) and the sequence around the search; the protocols are its mixins."""
 
 from __future__ import annotations
 
 import os
 import pickle
-import random
 import sys
 import time
 import traceback
@@ -31,10 +15,13 @@ from typing import TYPE_CHECKING, Any
 from yewpy._engine import Engine
 from yewpy.errors import InputError
 from yewpy.operations.session import Session
-from yewpy.runtime import taskpack
 from yewpy.runtime.interfaces import Pool
+from yewpy.runtime.mpi.checkpoints import Checkpoints
+from yewpy.runtime.mpi.progress import Progress
+from yewpy.runtime.mpi.stealing import Stealing
+from yewpy.runtime.mpi.tags import INCUMBENT, KIND_OF_TAG, STOP
+from yewpy.runtime.mpi.termination import Termination
 from yewpy.runtime.ranks import agree
-from yewpy.runtime.share import give
 from yewpy.runtime.tree import SpanningTree
 
 if TYPE_CHECKING:
@@ -46,11 +33,8 @@ SLICE_FIRST, SLICE_MIN, SLICE_MAX = 64, 1, 1 << 22
 NAP_MIN = 20e-6                     # an idle rank's nap (Linux adds its 50 us timer slack), doubling
                                     # while nothing happens and no answer is awaited ...
 NAP_MAX, NAP_MAX_CROWDED = 1e-3, 4e-3   # ... up to this (more when ranks outnumber cores)
-BACKOFF_START, BACKOFF_CAP = 100e-6, 0.02   # after log2 P + 1 failed steals, wait, doubling
-STEAL, WORK, NOWORK, INCUMBENT, STOP, WAVE, ECHO, CHECKPOINT, PARTS, RESUME, PROGRESS = range(1, 12)
 ABORT_GRACE = 0.2                   # seconds between an error's message and MPI_Abort (Hydra drops
                                     # a killed rank's stderr that it has not forwarded yet)
-KIND_OF_TAG = {STEAL: "steal", NOWORK: "steal", WORK: "work"}   # every other tag is control
 
 
 def _dumps(obj: Any) -> bytes:
@@ -73,34 +57,7 @@ def _node_cores(local: Any) -> int:
     return len(set().union(*local.allgather(mine)))
 
 
-class Victims:
-    """Whom an idle rank asks for work: the last rank that gave some, else a random rank on its
-    own node, and after a sweep of its node without success, a random remote rank."""
-
-    def __init__(self, rank: int, size: int, local: list[int]) -> None:
-        self.rng = random.Random(rank * 7919 + 1)
-        self.local = [r for r in local if r != rank]
-        local_set = set(local)
-        self.remote = [r for r in range(size) if r not in local_set]
-        self.last: int | None = None
-        self.failures = 0               # consecutive failed steals
-
-    def choose(self) -> int:
-        if self.last is not None:
-            return self.last
-        if self.local and (not self.remote or self.failures < len(self.local)):
-            return self.rng.choice(self.local)
-        return self.rng.choice(self.remote or self.local)
-
-    def won(self, victim: int) -> None:
-        self.last, self.failures = victim, 0
-
-    def lost(self) -> None:
-        self.last = None
-        self.failures += 1
-
-
-class MPITransport:
+class MPITransport(Stealing, Termination, Checkpoints, Progress):
     """One rank's side of the search: serves thieves, steals when idle, relays control on the tree."""
 
     def __init__(self, comm: MPI.Comm, session: Session, steal: str = "half") -> None:
@@ -111,14 +68,12 @@ class MPITransport:
         self.comm = comm.Dup()              # its own: nothing of this search reaches a later one
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         self.session = session
-        self.steal_mode = steal
         self.tree = SpanningTree(self.rank, self.size)
         local = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
-        self.victims = Victims(self.rank, self.size, local.allgather(self.rank))
         self.crowded = local.Get_size() > _node_cores(local)                # ranks share cores
+        ranks_here = local.allgather(self.rank)
         local.Free()
         self.nap_max = NAP_MAX_CROWDED if self.crowded else NAP_MAX
-        self.free_tries = self.size.bit_length()     # failed steals before backing off: log2 P + 1
         self.slice_nodes, self.slice_seconds = SLICE_FIRST, 0.0
         self.last_poll, self.last_nodes = time.perf_counter(), 0
         self.status = MPI.Status()
@@ -126,29 +81,16 @@ class MPITransport:
         self.seen_version = 0
         self.stop_reason: str | None = None
         self.finishing = False              # in finish: nothing more is sent
-        self.waiting = False                # a steal request of ours is unanswered
-        self.next_try = 0.0
-        # termination waves: work messages sent and received, the wave held, children's echoes
-        self.work_sent = self.work_received = 0
-        self.wave: int | None = None
-        self.echoes: dict[int, tuple[int, int]] = {}
-        self.last_totals: tuple[int, int] | None = None
-        # checkpoints: the epoch under way, this rank's snapshot, the parts gathered from below
-        self.epoch: int | None = None
-        self.snapped = self.passed_up = False
-        self.parts: list = []
-        self.parts_from: set[int] = set()
-        self.epochs = 0
-        # progress: each child's latest subtree report
-        self.reports: dict[int, tuple] = {}
-        self.next_report = session.start + (session.progress_every or float("inf"))
         self.stats: dict[str, Any] = {
                       "steals_sent": 0, "steals_won": 0, "tasks_received": 0, "tasks_given": 0,
                       "steals_served": 0, "messages_sent": 0, "idle_seconds": 0.0,
                       "sent_steal": 0, "sent_work": 0, "sent_control": 0, "waves": 0,
                       "polls": 0, "slice_nodes_mean": 0.0, "last_node": 0.0, "returned": 0.0,
                       "steal_wait_seconds": 0.0, "steal_wait_max": 0.0}
-        self.asked = 0.0                    # when our unanswered steal request was sent
+        self.init_stealing(ranks_here, steal)
+        self.init_termination()
+        self.init_checkpoints()
+        self.init_progress()
 
     # -- sending ---------------------------------------------------------------------------
 
@@ -159,18 +101,9 @@ class MPITransport:
         self.stats["messages_sent"] += 1
         self.stats["sent_" + KIND_OF_TAG.get(tag, "control")] += 1
 
-    def send_up(self, tag: int, payload: Any) -> None:
-        """To the parent on the spanning tree (every rank but 0 has one)."""
-        assert self.tree.parent is not None
-        self.send(self.tree.parent, tag, payload)
-
     def flood(self, tag: int, payload: Any, source: int | None = None) -> None:
         for other in self.tree.others(source):
             self.send(other, tag, payload)
-
-    def down(self, tag: int, payload: Any) -> None:
-        for child in self.tree.children:
-            self.send(child, tag, payload)
 
     def stop_everyone(self, reason: str, source: int | None = None) -> None:
         if self.stop_reason is None:
@@ -199,42 +132,8 @@ class MPITransport:
         return got
 
     def handle(self, engine: Engine, pool: Pool, busy: bool, source: int, tag: int, payload: Any) -> None:
-        """Act on one message: each tag belongs to one protocol (stealing, floods, termination
-        waves, checkpoint epochs, progress), and each has its own method below."""
+        """Act on one message: each tag belongs to one protocol, whose mixin handles it."""
         self.HANDLERS[tag](self, engine, pool, busy, source, payload)
-
-    # -- stealing: STEAL, WORK, NOWORK ---------------------------------------------------------
-
-    def on_steal(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: None) -> None:
-        """Only a busy rank gives work: an idle one would hand straight back a task it has just
-        stolen, and two idle ranks could pass it to and fro forever."""
-        if self.stop_reason is not None:
-            return                          # the thief hears STOP too; a reply could outlive us
-        tasks = give(engine, pool, self.steal_mode) if busy and self.epoch is None else []
-        if tasks:
-            self.work_sent += 1
-            self.stats["tasks_given"] += len(tasks)
-            self.stats["steals_served"] += 1
-            self.send(source, WORK, taskpack.pack(tasks))
-        else:
-            self.send(source, NOWORK)
-
-    def on_work(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: bytes) -> None:
-        self.work_received += 1
-        self.answered()
-        tasks = taskpack.unpack(payload)
-        pool.extend(tasks)                  # kept after a stop too: a final checkpoint saves it
-        if self.stop_reason is None:
-            self.stats["tasks_received"] += len(tasks)
-            self.stats["steals_won"] += 1
-            self.victims.won(source)
-
-    def on_nowork(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: None) -> None:
-        self.answered()
-        self.victims.lost()
-        over = self.victims.failures - self.free_tries
-        if over >= 0:
-            self.next_try = time.perf_counter() + min(BACKOFF_START * 2 ** min(over, 30), BACKOFF_CAP)
 
     # -- floods: INCUMBENT, STOP ---------------------------------------------------------------
 
@@ -245,49 +144,9 @@ class MPITransport:
     def on_stop(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: str) -> None:
         self.stop_everyone(payload, source)
 
-    # -- termination: WAVE down, ECHO up -------------------------------------------------------
-
-    def on_wave(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: int) -> None:
-        self.wave, self.echoes = payload, {}
-        self.down(WAVE, payload)
-
-    def on_echo(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: tuple) -> None:
-        wave, sent, received = payload
-        if wave == self.wave:
-            self.echoes[source] = (sent, received)
-
-    # -- checkpoints: CHECKPOINT down, PARTS up, RESUME down -----------------------------------
-
-    def on_checkpoint(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: int) -> None:
-        self.open_epoch(payload)
-        self.down(CHECKPOINT, payload)
-
-    def on_parts(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: tuple) -> None:
-        epoch, parts = payload
-        if epoch == self.epoch:
-            self.parts.extend(parts)
-            self.parts_from.add(source)
-
-    def on_resume(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: int) -> None:
-        self.open_epoch(None)
-        self.down(RESUME, payload)
-
-    # -- progress: PROGRESS up -----------------------------------------------------------------
-
-    def on_progress(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: tuple) -> None:
-        self.reports[source] = payload
-
     HANDLERS: dict[int, Callable[..., None]] = {
-        STEAL: on_steal, WORK: on_work, NOWORK: on_nowork, INCUMBENT: on_incumbent, STOP: on_stop,
-        WAVE: on_wave, ECHO: on_echo, CHECKPOINT: on_checkpoint, PARTS: on_parts, RESUME: on_resume,
-        PROGRESS: on_progress}
-
-    def answered(self) -> None:
-        """Our steal request is answered: note how long the answer took (the steal latency)."""
-        self.waiting = False
-        wait = time.perf_counter() - self.asked
-        self.stats["steal_wait_seconds"] += wait
-        self.stats["steal_wait_max"] = max(self.stats["steal_wait_max"], wait)
+        INCUMBENT: on_incumbent, STOP: on_stop, **Stealing.TAGS, **Termination.TAGS,
+        **Checkpoints.TAGS, **Progress.TAGS}
 
     # -- the two hooks of the search loop ------------------------------------------------------
 
@@ -343,43 +202,12 @@ class MPITransport:
             self.terminate_step()
             if self.stop_reason is not None:
                 return False
-            if not self.waiting and self.epoch is None and now >= self.next_try:
-                self.waiting, self.asked = True, now
-                self.stats["steals_sent"] += 1
-                self.send(self.victims.choose(), STEAL)
-                got = True
+            got = self.ask(now) or got
             if self.waiting and not self.crowded:
                 os.sched_yield()                # the answer comes within a victim's slice: a nap
                 continue                        # (>= 70 us here) would double the latency
             nap = NAP_MIN if got or self.waiting else min(2 * nap, self.nap_max)
             time.sleep(nap)
-
-    # -- termination -------------------------------------------------------------------------
-
-    def terminate_step(self) -> None:
-        """While idle: answer the wave held once every child has; rank 0 also judges and starts waves."""
-        tree = self.tree
-        if self.rank != 0 and self.wave is None:
-            return
-        if self.wave is not None and len(self.echoes) < len(tree.children):
-            return
-        sent = self.work_sent + sum(s for s, _ in self.echoes.values())
-        received = self.work_received + sum(r for _, r in self.echoes.values())
-        if self.rank != 0:
-            self.send_up(ECHO, (self.wave, sent, received))
-            self.wave, self.echoes = None, {}
-            return
-        if self.wave is not None:
-            totals = (sent, received)
-            if sent == received and totals == self.last_totals:
-                self.stop_everyone("done")
-                return
-            self.last_totals = totals
-        self.stats["waves"] += 1            # rank 0 numbers its waves
-        self.wave, self.echoes = self.stats["waves"], {}
-        self.down(WAVE, self.wave)
-
-    # -- progress and checkpoints ----------------------------------------------------------------
 
     def tick(self, engine: Engine, pool: Pool, now: float, busy: bool) -> None:
         """The session's share of a look at the network: signals, progress, checkpoints."""
@@ -391,44 +219,9 @@ class MPITransport:
         if now >= self.next_report:
             self.report(engine, now, busy)
         if self.rank == 0 and self.epoch is None and session.checkpoint_due(now):
-            self.epochs += 1
-            self.open_epoch(self.epochs)
-            self.down(CHECKPOINT, self.epoch)
+            self.begin_checkpoint()
         if self.epoch is not None:
             self.checkpoint_step(engine, pool)
-
-    def report(self, engine: Engine, now: float, busy: bool) -> None:
-        """Send this subtree's totals (nodes, steals, idle ranks, ranks) up; rank 0 prints them."""
-        assert self.session.progress_every is not None     # else next_report stays inf
-        self.next_report = now + self.session.progress_every
-        totals = [engine.nodes, self.stats["steals_won"], 0 if busy else 1, 1]
-        for child in self.reports.values():
-            totals = [a + b for a, b in zip(totals, child)]
-        if self.rank == 0:
-            self.session.print_progress(now, totals[0], engine.incumbent, totals[1], totals[2])
-        else:
-            self.send_up(PROGRESS, tuple(totals))
-
-    def open_epoch(self, epoch: int | None) -> None:
-        """A checkpoint begins (or, with None, has ended): no work moves until it ends here."""
-        self.epoch, self.snapped, self.passed_up, self.parts, self.parts_from = epoch, False, False, [], set()
-
-    def checkpoint_step(self, engine: Engine, pool: Pool) -> None:
-        """A consistent cut: snapshot once no steal of ours is unanswered (no work in flight to
-        or from here), pass the subtree's parts up; rank 0 writes the file and sends RESUME."""
-        if not self.snapped and not self.waiting:
-            self.parts.append((self.rank, self.session.snapshot(engine, pool)))
-            self.snapped = True
-        if not self.snapped or self.passed_up or len(self.parts_from) < len(self.tree.children):
-            return
-        if self.rank != 0:
-            self.send_up(PARTS, (self.epoch, self.parts))
-            self.parts, self.passed_up = [], True
-            return
-        parts = [part for _, part in sorted(self.parts, key=lambda entry: entry[0])]
-        self.session.write_checkpoint(parts, "running")
-        self.down(RESUME, self.epoch)
-        self.open_epoch(None)
 
     # -- the sequence around the search loop -----------------------------------------------------
 

@@ -1,0 +1,36 @@
+"""Progress: every ``progress_every`` seconds each rank sends its subtree's totals up the tree
+(PROGRESS); rank 0 prints them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from yewpy._engine import Engine
+from yewpy.runtime.interfaces import Pool
+from yewpy.runtime.mpi.link import Link
+from yewpy.runtime.mpi.tags import PROGRESS
+
+
+class Progress(Link):
+    """Each child's latest subtree report and when this rank reports next."""
+
+    def init_progress(self) -> None:
+        self.reports: dict[int, tuple] = {}
+        self.next_report = self.session.start + (self.session.progress_every or float("inf"))
+
+    def on_progress(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: tuple) -> None:
+        self.reports[source] = payload
+
+    def report(self, engine: Engine, now: float, busy: bool) -> None:
+        """Send this subtree's totals (nodes, steals, idle ranks, ranks) up; rank 0 prints them."""
+        assert self.session.progress_every is not None     # else next_report stays inf
+        self.next_report = now + self.session.progress_every
+        totals = [engine.nodes, self.stats["steals_won"], 0 if busy else 1, 1]
+        for child in self.reports.values():
+            totals = [a + b for a, b in zip(totals, child)]
+        if self.rank == 0:
+            self.session.print_progress(now, totals[0], engine.incumbent, totals[1], totals[2])
+        else:
+            self.send_up(PROGRESS, tuple(totals))
+
+    TAGS: dict[int, Any] = {PROGRESS: on_progress}
