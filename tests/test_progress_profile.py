@@ -85,3 +85,11 @@ def test_report_refuses_what_is_not_a_profile(tmp_path):
     bad.write_text("{\n  oops")
     out = _run("report", bad)
     assert out.returncode == 2 and f"{bad}:2: not a yewpy profile" in out.stderr
+
+
+def test_a_top_k_search_calls_its_bound_the_top_k_bar():
+    out = _run("dnn-plan", "--model", "gpt3-175b", "--cluster", "dgx-a100-80g:8x8", "--global-batch", "2048",
+               "--progress-every", "0.3")
+    bars = [float(m.group(1)) for m in re.finditer(r"  top-K bar ([\d.]+)  ", out.stderr)]
+    assert out.returncode == 0 and bars and "incumbent" not in out.stderr, out.stderr
+    assert bars == sorted(bars, reverse=True)           # a minimisation's bar only falls

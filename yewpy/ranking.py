@@ -47,6 +47,7 @@ class Ranking:
         self.sign, self.k, self.gap, self.key, self.tiebreak = sign, k, gap, key, tiebreak
         self.orders: list[tuple] = []       # (-score,) or (-score, tiebreak): ascending, best first
         self.entries: list[tuple] = []      # (objective, solution, key), in the same order
+        self.keyed: dict[Any, tuple] = {}   # key -> the order of its entry (only with ``key``)
         self.bar = -math.inf                # a solution is wanted only if its score is above it
 
     def _keep_ties(self) -> bool:
@@ -64,11 +65,15 @@ class Ranking:
         order = (-score, self.tiebreak(solution)) if self.tiebreak is not None else (-score,)
         tag = self.key(solution) if self.key is not None else None
         if self.key is not None:
-            old = next((i for i, entry in enumerate(self.entries) if entry[2] == tag), None)
-            if old is not None:
-                if self.orders[old] <= order:
+            held = self.keyed.get(tag)
+            if held is not None:
+                if held <= order:
                     return False
+                old = bisect.bisect_left(self.orders, held)
+                while self.entries[old][2] != tag:      # equal orders: another key's entry
+                    old += 1
                 del self.orders[old], self.entries[old]
+            self.keyed[tag] = order
         at = bisect.bisect_right(self.orders, order)
         self.orders.insert(at, order)
         self.entries.insert(at, (objective, solution, tag))
@@ -83,6 +88,9 @@ class Ranking:
                 cut -= 1
         if self.k is not None:
             cut = min(cut, self.k)
+        if self.key is not None:
+            for _, _, tag in self.entries[cut:]:
+                del self.keyed[tag]
         del self.orders[cut:], self.entries[cut:]
         bar = self.bar
         if self.k is not None and len(self.orders) == self.k:

@@ -57,6 +57,8 @@ class Session:
         self.progress_every, self.profile_path = progress, profile
         self.profile = Profile(start) if profile else None
         self.kind = core.kind
+        # what progress calls the engine's bound: a top-K search prunes against its K-th best
+        self.bound_name = "top-K bar" if options.get("ranking") is not None else "incumbent"
         self.taken = problem.zero if core.kind == ENUMERATION else None
         self.prior: dict | None = None          # what the resumed checkpoint had already accounted
         self.tasks: list | None = None          # this rank's share of the resumed work
@@ -205,7 +207,7 @@ class Session:
         rate = (nodes - before) / max(now - then, 1e-9)
         self.last_progress = (now, nodes)
         self.next_progress = now + (self.progress_every or float("inf"))
-        best = "" if incumbent is None else f"  incumbent {incumbent:g}"
+        best = "" if incumbent is None else f"  {self.bound_name} {incumbent:g}"
         sys.stderr.write(f"yewpy: {now - self.start:7.1f} s  nodes {nodes:,}  ({rate:,.0f}/s){best}  "
                          f"steals {steals}  idle ranks {idle}/{self.size}\n")
         sys.stderr.flush()
