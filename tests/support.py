@@ -75,10 +75,11 @@ def launcher_is_open_mpi() -> bool:
     return any(name in text for name in ("Open MPI", "OpenRTE", "open-mpi.org"))
 
 
-def run_ranks(n: int, args: list[str], timeout: float = 120, cwd: Path | None = None
-              ) -> subprocess.CompletedProcess:
-    """Run ``args`` on ``n`` real MPI ranks (oversubscribing this machine is fine)."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+def run_ranks(n: int, args: list[str], timeout: float = 120, cwd: Path | None = None,
+              env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run ``args`` on ``n`` real MPI ranks (oversubscribing this machine is fine), with ``env``
+    added to the environment."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
     return subprocess.run([mpiexec(), "-n", str(n), *args], capture_output=True, text=True,
                           timeout=timeout, env=env, cwd=cwd)
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 
 import pytest
 
 from support import run_ranks, yewpy_cmd
 
 LINE = re.compile(r"^yewpy: +\d+\.\d s  nodes ([\d,]+)  \([\d,]+/s\)(  incumbent (\d+))?  steals \d+  "
-                  r"idle ranks (\d+)/(\d+)$")
+                  r"idle ranks (\d+)/(\d+)(  est\. tree( under \S+)? ([\d.e+]+) nodes \[[\d.e+]+, [\d.e+]+\]"
+                  r"( \(a lower bound[^)]*\))?(, ~.* left \[.*\])?)?$")
 
 
 def _run(*args):
@@ -20,17 +22,37 @@ def _run(*args):
 
 @pytest.mark.parametrize("ranks", [1, 2])
 def test_progress_lines_come_from_rank_0_and_count_up(ranks):
-    out = run_ranks(ranks, [*yewpy_cmd(), "nqueens", "14", "--skeleton", "stacksteal", "--json",
+    out = run_ranks(ranks, [*yewpy_cmd(), "nqueens", "14", "--skeleton", "stacksteal",
                             "--progress-every", "0.2"])
     assert out.returncode == 0, out.stderr
-    data = json.loads(out.stdout)                       # stdout stays one JSON object
+    total = int(re.search(r"nodes = (\d+)", out.stdout).group(1))
     lines = out.stderr.splitlines()
     matches = [LINE.match(line) for line in lines]
     assert lines and all(matches), out.stderr
     counts = [int(m.group(1).replace(",", "")) for m in matches]
-    assert counts == sorted(counts) and counts[-1] <= data["nodes"]
+    assert counts == sorted(counts) and counts[-1] <= total
     assert {int(m.group(5)) for m in matches} == {ranks}
-    assert len(lines) <= data["seconds"] / 0.2 + 2      # one printer, not one per rank
+    estimates = [float(m.group(8)) for m in matches]    # every line carries the estimate
+    assert all(0.5 * total < e < 2 * total for e in estimates), (estimates, total)
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_json_progress_carries_the_estimate_and_the_time_left(ranks):
+    out = run_ranks(ranks, [*yewpy_cmd(), "nqueens", "14", "--skeleton", "stacksteal", "--json",
+                            "--progress-every", "0.2"], env={"YEWPY_END_TIME": str(time.time() + 3600)})
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)                       # stdout stays one JSON object
+    records = [json.loads(line)["progress"] for line in out.stderr.splitlines()]
+    assert records and len(records) <= data["seconds"] / 0.2 + 2      # one printer, not one per rank
+    assert {r["ranks"] for r in records} == {ranks}
+    for r in records:
+        est = r["estimate"]
+        assert est["estimator"] == "knuth-1975" and est["probes"] > 0 and est["consistent"]
+        assert est["low"] <= est["nodes"] <= est["high"] and r["nodes"] <= est["low"]
+        assert 0.5 * data["nodes"] < est["nodes"] < 2 * data["nodes"]
+        left, low, high = est["seconds_left"]
+        assert 0 <= low <= left <= high
+        assert r["walltime"]["verdict"] == "expected to finish" and 3500 < r["walltime"]["seconds_left"] <= 3600
 
 
 def test_progress_shows_the_incumbent_and_quiet_silences_it(instances):

@@ -13,7 +13,7 @@ from yewpy.errors import InputError, UsageError
 from yewpy.kinds import Decision, Enumeration, Optimisation, TopK
 from yewpy.result import Result
 from yewpy.runtime.ranks import rank
-from yewpy.search import search
+from yewpy.search import estimate, search
 from yewpy.skeletons import Budget, Coordination, DepthBounded, Ordered, Sequential, StackStealing, option
 
 __version__ = "0.1.0"
@@ -23,5 +23,5 @@ _core.register_search(search)       # Core.search() without the compiled layer i
 __all__ = [
     "Budget", "Coordination", "Decision", "DecisionCore", "DepthBounded", "Enumeration", "EnumerationCore",
     "InputError", "Optimisation", "OptimisationCore", "Ordered", "Result", "Sequential", "StackStealing",
-    "TopK", "UsageError", "jit", "option", "rank", "search",
+    "TopK", "UsageError", "estimate", "jit", "option", "rank", "search",
 ]

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import copy
+import math
+import pickle
 import time
 from typing import Any
 
 from yewpy._engine import monotonic
-from yewpy.core import Core
+from yewpy.core import OPTIMISATION, Core
 from yewpy.errors import UsageError
 from yewpy.operations.session import Session
+from yewpy.operations.treesize import EMPTY, Row, Sampler, TreeSize, merge_rows
 from yewpy.ranking import Ranked
-from yewpy.result import Result
+from yewpy.result import FINISHED, Result
 from yewpy.runtime.interfaces import Transport
 from yewpy.runtime.local import LocalTransport
 from yewpy.runtime.loop import run_search
@@ -32,7 +36,8 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
            initial_solution: Any = None, prune_level: bool | None = None, max_depth: int | None = None,
            time_limit: float | None = None, node_limit: int | None = None, comm: Any = None,
            checkpoint: str | None = None, checkpoint_every: float | None = None, resume: str | None = None,
-           progress: float | None = None, profile: str | None = None,
+           progress: float | None = None, profile: str | None = None, progress_json: bool = False,
+           estimate: float | None = None, walltime: float | None = None,
            **coordination_params: Any) -> Result:
     """Search ``problem`` and return a :class:`Result`.
 
@@ -49,8 +54,17 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
     Operations: ``checkpoint`` (a file written at the end, every ``checkpoint_every`` seconds, and
     on SIGINT/SIGTERM, which then end the search with status ``interrupted``); ``resume`` (a
     checkpoint of this same problem to continue from, with any number of ranks); ``progress``
-    (seconds between progress lines on stderr); ``profile`` (a JSON file for ``yewpy report``).
+    (seconds between progress lines on stderr, with estimates of the tree and the time left;
+    ``progress_json``: as JSON objects); ``profile`` (a JSON file for ``yewpy report``).
+
+    ``estimate`` (seconds): do not search the whole tree; search for half that time to measure the
+    node rate, probe the tree for the other half, and return that partial result with
+    ``metrics["estimate"]`` (see :func:`estimate`; ``walltime``: the seconds the run may take).
     """
+    if estimate is not None:
+        return _estimate(problem, coordination, estimate, walltime, comm,
+                         dict(target=target, initial_bound=initial_bound, initial_solution=initial_solution,
+                              prune_level=prune_level, max_depth=max_depth, **coordination_params))
     start = time.perf_counter()
     comm = world() if comm is None else comm
     rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
@@ -74,7 +88,8 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
                 options["initial_bound"] = None
         session = Session(problem, core, options, start, rank=rank, size=size, checkpoint=checkpoint,
                           checkpoint_every=checkpoint_every, resume=resume, progress=progress,
-                          profile=profile)
+                          profile=profile, progress_json=progress_json,
+                          sampler=_sampler(problem, options, rank) if progress else None)
         failure = None
     except Exception as exc:
         if size == 1:
@@ -89,3 +104,74 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
         transport = LocalTransport(session)
     return run_search(problem, core, coord, options, transport, session, (initial_bound, initial_solution),
                       start)
+
+
+def _sampler(problem: Any, options: dict, rank: int) -> Sampler | None:
+    """Side probes for the progress estimate, on a copy of the problem's core (the engine's own
+    frames must not move); None where the problem cannot be copied."""
+    try:
+        if isinstance(problem, Core):
+            core = pickle.loads(pickle.dumps(problem))
+        else:
+            core = core_of(copy.deepcopy(problem))
+    except Exception:
+        return None
+    return Sampler(core, options, seed=rank + 1)
+
+
+#: the parallel efficiency ``estimate`` assumes when it counts the ranks a wall time needs
+EFFICIENCY = 0.9
+
+
+def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float | None, comm: Any,
+              params: dict) -> Result:
+    """``search(estimate=seconds)``: a short search for the node rate, then Knuth's probes."""
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise UsageError(f"estimate must be a positive number of seconds, got {seconds}")
+    if walltime is not None and not (math.isfinite(walltime) and walltime > 0):
+        raise UsageError(f"walltime must be a positive number of seconds, got {walltime}")
+    result = search(problem, coordination, time_limit=seconds / 2, comm=comm, **params)
+    comm = world() if comm is None else comm
+    rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
+    rate = result.nodes / max(result.seconds, 1e-9) / size         # per rank
+    if result.status in FINISHED:               # the whole tree fitted in the time: exact
+        tree = TreeSize(0, float(result.nodes), 0.0)
+        exact = True
+    else:
+        core = core_of(problem)
+        prune_level = params.get("prune_level")
+        if prune_level is None:
+            prune_level = bool(getattr(problem, "prune_level", False))
+        options = dict(max_depth=params.get("max_depth"), target=params.get("target"),
+                       prune_level=prune_level)
+        prober = Sampler(core, options, seed=rank + 1).prober
+        under = result.objective if core.kind == OPTIMISATION else None
+        prober.run(seconds / 2, under)
+        row: Row = (prober.probes, prober.total, prober.total_sq, under)
+        rows = comm.allgather(row) if comm is not None and size > 1 else [row]
+        merged = EMPTY
+        for other in rows:
+            merged = merge_rows(merged, other, core.sign)
+        tree = TreeSize.of(merged) or TreeSize(0, float(result.nodes), 0.0)
+        exact = False
+    low, high = tree.range(result.nodes)
+    one_rank = [n / rate if rate > 0 else None for n in (tree.at_least(result.nodes), low, high)]
+    report = {**tree.to_dict(result.nodes), "exact": exact, "sampled_seconds": seconds,
+              "rate_per_rank": rate, "ranks_measured": size, "seconds_one_rank": one_rank[0],
+              "seconds_one_rank_range": one_rank[1:], "efficiency_assumed": EFFICIENCY}
+    if walltime is not None and one_rank[2] is not None:
+        report["walltime"] = walltime
+        report["ranks_for_walltime"] = max(1, math.ceil(one_rank[0] / (walltime * EFFICIENCY)))
+        report["ranks_for_walltime_range"] = [max(1, math.ceil(t / (walltime * EFFICIENCY)))
+                                              for t in one_rank[1:]]
+    result.metrics["estimate"] = report
+    return result
+
+
+def estimate(problem: Any, seconds: float = 10.0, coordination: Any = "seq", *,
+             walltime: float | None = None, **params: Any) -> dict:
+    """Estimate ``problem``'s tree before searching it, in about ``seconds``: the node count (Knuth's
+    path sampling, with a range of two standard errors), the time on one rank at the node rate a
+    short search measured, and, given ``walltime`` (seconds), the ranks that finish within it at
+    ``EFFICIENCY``. For an optimisation, the tree under the incumbent the short search found."""
+    return search(problem, coordination, estimate=seconds, walltime=walltime, **params).metrics["estimate"]

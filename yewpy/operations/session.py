@@ -7,6 +7,7 @@ their messages.  A session never changes what is searched, only what is reported
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 import threading
@@ -20,6 +21,8 @@ from yewpy.errors import UsageError
 from yewpy.operations import checkpoint as ckpt
 from yewpy.operations.atomic import check_writable
 from yewpy.operations.profile import Profile
+from yewpy.operations.treesize import EMPTY, Row, Sampler, TreeSize
+from yewpy.operations.walltime import job_end, verdict
 from yewpy.result import FINISHED
 from yewpy.runtime.parts import KIND_NAMES, counters_of, merge_parts, summary
 
@@ -44,7 +47,8 @@ class Session:
     def __init__(self, problem: Any, core: Core, options: dict, start: float, *, rank: int = 0,
                  size: int = 1, checkpoint: str | None = None, checkpoint_every: float | None = None,
                  resume: str | None = None, progress: float | None = None,
-                 profile: str | None = None) -> None:
+                 profile: str | None = None, progress_json: bool = False,
+                 sampler: Sampler | None = None) -> None:
         if checkpoint_every is not None and checkpoint is None:
             raise UsageError("checkpoint_every (--checkpoint-every) needs a checkpoint file (--checkpoint)")
         if checkpoint_every is not None and checkpoint_every <= 0:
@@ -55,6 +59,9 @@ class Session:
         self.rank, self.size = rank, size
         self.checkpoint_path, self.every, self.resume_path = checkpoint, checkpoint_every, resume
         self.progress_every, self.profile_path = progress, profile
+        self.progress_json = progress_json
+        self.sampler = sampler                  # side probes for the tree-size estimate, if any
+        self.job_end = job_end() if progress and rank == 0 else None
         self.profile = Profile(start) if profile else None
         self.kind = core.kind
         # what progress calls the engine's bound: a top-K search prunes against its K-th best
@@ -200,16 +207,50 @@ class Session:
     def progress_due(self, now: float) -> bool:
         return now >= self.next_progress
 
-    def print_progress(self, now: float, nodes: int, incumbent: Any, steals: int, idle: int) -> None:
-        """One line on stderr: elapsed, nodes, rate since the last line, incumbent, steals, idle ranks."""
+    def sample(self, engine: Engine, now: float) -> Row:
+        """This rank's side probes, topped up to their share of the time so far."""
+        if self.sampler is None:
+            return EMPTY
+        self.sampler.sample(engine.incumbent, now - self.start)
+        return self.sampler.row()
+
+    def print_progress(self, now: float, nodes: int, incumbent: Any, steals: int, idle: int,
+                       row: Row = EMPTY) -> None:
+        """One line on stderr: elapsed, nodes, rate since the last line, incumbent, steals, idle
+        ranks, and the estimate of the tree and of the time left (a JSON object with --json)."""
         nodes += self.prior["nodes"] if self.prior is not None else 0
         then, before = self.last_progress
         rate = (nodes - before) / max(now - then, 1e-9)
         self.last_progress = (now, nodes)
         self.next_progress = now + (self.progress_every or float("inf"))
-        best = "" if incumbent is None else f"  {self.bound_name} {incumbent:g}"
-        sys.stderr.write(f"yewpy: {now - self.start:7.1f} s  nodes {nodes:,}  ({rate:,.0f}/s){best}  "
-                         f"steals {steals}  idle ranks {idle}/{self.size}\n")
+        size = TreeSize.of(row)
+        left = size.left(nodes, rate) if size is not None else None
+        wall = self.job_end - time.time() if self.job_end is not None else None
+        if self.progress_json:
+            record: dict[str, Any] = {
+                "seconds": now - self.start, "nodes": nodes, "rate": rate, self.bound_name.replace(
+                    "-", "_").replace(" ", "_").lower(): incumbent, "steals": steals, "idle_ranks": idle,
+                "ranks": self.size}
+            if size is not None:
+                record["estimate"] = {**size.to_dict(nodes), "seconds_left": left}
+            if wall is not None:
+                record["walltime"] = {"seconds_left": wall, "verdict": verdict(left, wall)}
+            text = json.dumps({"progress": record})
+        else:
+            best = "" if incumbent is None else f"  {self.bound_name} {incumbent:g}"
+            text = (f"yewpy: {now - self.start:7.1f} s  nodes {nodes:,}  ({rate:,.0f}/s){best}  "
+                    f"steals {steals}  idle ranks {idle}/{self.size}")
+            if size is not None:
+                low, high = size.range(nodes)
+                what = "tree" if size.under is None else f"tree under {size.under:g}"
+                text += f"  est. {what} {size.at_least(nodes):.3g} nodes [{low:.3g}, {high:.3g}]"
+                if not size.consistent(nodes):
+                    text += " (a lower bound: the probes missed the tree's heavy tail)"
+                if left is not None:
+                    text += f", ~{_duration(left[0])} left [{_duration(left[1])}, {_duration(left[2])}]"
+            if wall is not None:
+                text += f"  wall time {_duration(wall)} left: {verdict(left, wall)}"
+        sys.stderr.write(text + "\n")
         sys.stderr.flush()
 
     # -- one rank: the drive loop's poll ---------------------------------------------------
@@ -220,7 +261,7 @@ class Session:
             return False
         now = time.perf_counter()
         if self.progress_due(now):
-            self.print_progress(now, engine.nodes, engine.incumbent, 0, 0)
+            self.print_progress(now, engine.nodes, engine.incumbent, 0, 0, self.sample(engine, now))
         if self.checkpoint_due(now):
             self.write_checkpoint([self.snapshot(engine, pool)], "running")
         return True
@@ -248,3 +289,11 @@ class Session:
         finally:
             for sig, handler in old.items():
                 signal.signal(sig, handler)
+
+
+def _duration(seconds: float) -> str:
+    """Seconds as a person reads them: 42 s, 3.5 min, 2.1 h, 3.0 d."""
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.2g} s"

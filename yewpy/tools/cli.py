@@ -38,6 +38,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
     o.add_argument("--progress-every", type=float, default=5.0, metavar="S",
                    help="seconds between progress lines on stderr (default 5)")
     o.add_argument("--quiet", action="store_true", help="no progress lines")
+    o.add_argument("--estimate", type=float, metavar="S", help="do not search the whole tree: sample it "
+                   "for about S seconds and print its estimated size, the time on one rank and, with "
+                   "--walltime, the ranks that finish within it")
+    o.add_argument("--walltime", type=_duration, metavar="T", help="with --estimate: the wall time a "
+                   "run may take, in seconds or [[D-]HH:]MM:SS as Slurm's --time")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,7 +69,8 @@ def _check_numbers(args: argparse.Namespace) -> None:
     if args.node_limit is not None and not 1 <= args.node_limit <= INT64:
         raise UsageError(f"--node-limit must be between 1 and {INT64}, got {args.node_limit}")
     for flag, seconds in (("--time-limit", args.time_limit), ("--checkpoint-every", args.checkpoint_every),
-                          ("--progress-every", args.progress_every)):
+                          ("--progress-every", args.progress_every), ("--estimate", args.estimate),
+                          ("--walltime", args.walltime)):
         if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
             raise UsageError(f"{flag} must be a positive number of seconds, got {seconds}")
 
@@ -82,12 +88,62 @@ def search_params(args: argparse.Namespace) -> dict:
     for key in ("checkpoint", "checkpoint_every", "resume", "profile"):
         if getattr(args, key) is not None:
             params[key] = getattr(args, key)
+    if args.walltime is not None and args.estimate is None:
+        raise UsageError("--walltime goes with --estimate (a run's progress reads the job's own end)")
+    if args.estimate is not None:
+        if args.checkpoint or args.resume:
+            raise UsageError("--estimate samples the tree; it does not take --checkpoint or --resume")
+        params["estimate"] = args.estimate
+        if args.walltime is not None:
+            params["walltime"] = args.walltime
+        return params
     if not args.quiet:
         params["progress"] = args.progress_every
+        params["progress_json"] = args.json
     return params
 
 
+def _duration(text: str) -> float:
+    """Seconds, or Slurm's [[D-]HH:]MM:SS."""
+    try:
+        if ":" not in text:
+            return float(text)
+        days, _, clock = text.rpartition("-")
+        parts = [float(p) for p in clock.split(":")]
+        seconds = sum(p * 60 ** i for i, p in enumerate(reversed(parts)))
+        return seconds + 86400 * float(days or 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (seconds or [[D-]HH:]MM:SS)") from None
+
+
+def estimate_lines(report: dict) -> list[str]:
+    """What ``--estimate`` prints."""
+    from yewpy.operations.session import _duration as readable
+
+    under = report["under_incumbent"]
+    what = "nodes" if under is None else f"nodes under incumbent {under:g}"
+    how = "exact: the whole tree was searched" if report["exact"] else \
+        f"Knuth's path sampling, {report['probes']:,} probes; range of two standard errors"
+    lines = [f"estimated {what} = {report['nodes']:.4g} [{report['low']:.4g}, {report['high']:.4g}] ({how})"]
+    if not report["consistent"]:
+        lines.append("warning: the short search alone visited more nodes than the probes estimate: the tree "
+                     "is heavy-tailed (a near-critical binomial tree, say), and the figures are lower bounds")
+    one = report["seconds_one_rank"]
+    if one is not None:
+        low, high = report["seconds_one_rank_range"]
+        lines.append(f"time on 1 rank = {readable(one)} [{readable(low)}, {readable(high)}] at "
+                     f"{report['rate_per_rank']:,.0f} nodes/s")
+    if "ranks_for_walltime" in report:
+        low, high = report["ranks_for_walltime_range"]
+        lines.append(f"ranks for a wall time of {readable(report['walltime'])} = "
+                     f"{report['ranks_for_walltime']} [{low}, {high}] (at {report['efficiency_assumed']:.0%} "
+                     "efficiency)")
+    return lines
+
+
 def report(app: str, args: argparse.Namespace, result: Result, lines: list[str]) -> str:
+    if args.estimate is not None and not args.json:
+        return "\n".join(estimate_lines(result.metrics["estimate"]))
     if args.json:
         return json.dumps({"app": app, "skeleton": args.skeleton, "ranks": result.metrics.get("ranks", 1),
                            **result.to_dict()}, default=str)

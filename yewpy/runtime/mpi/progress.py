@@ -1,11 +1,13 @@
-"""Progress: every ``progress_every`` seconds each rank sends its subtree's totals up the tree
-(PROGRESS); rank 0 prints them."""
+"""Progress: every ``progress_every`` seconds each rank sends its subtree's totals and tree-size
+probes up the tree (PROGRESS); rank 0 prints them."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from yewpy._engine import Engine
+from yewpy.operations.treesize import merge_rows
 from yewpy.runtime.interfaces import Pool
 from yewpy.runtime.mpi.link import Link
 from yewpy.runtime.mpi.tags import PROGRESS
@@ -22,15 +24,19 @@ class Progress(Link):
         self.reports[source] = payload
 
     def report(self, engine: Engine, now: float, busy: bool) -> None:
-        """Send this subtree's totals (nodes, steals, idle ranks, ranks) up; rank 0 prints them."""
-        assert self.session.progress_every is not None     # else next_report stays inf
-        self.next_report = now + self.session.progress_every
+        """Send this subtree's totals (nodes, steals, idle ranks, ranks) and probes up; rank 0
+        prints them."""
+        session = self.session
+        assert session.progress_every is not None     # else next_report stays inf
+        row = session.sample(engine, now)
+        self.next_report = time.perf_counter() + session.progress_every   # after the probes
         totals = [engine.nodes, self.stats["steals_won"], 0 if busy else 1, 1]
-        for child in self.reports.values():
+        for child, child_row in self.reports.values():
             totals = [a + b for a, b in zip(totals, child)]
+            row = merge_rows(row, child_row, session.core.sign)
         if self.rank == 0:
-            self.session.print_progress(now, totals[0], engine.incumbent, totals[1], totals[2])
+            session.print_progress(now, totals[0], engine.incumbent, totals[1], totals[2], row)
         else:
-            self.send_up(PROGRESS, tuple(totals))
+            self.send_up(PROGRESS, (tuple(totals), row))
 
     TAGS: dict[int, Any] = {PROGRESS: on_progress}
