@@ -42,6 +42,16 @@ def _steal() -> Any:
                        "shallowest level, or one task")
 
 
+#: the default low-water mark of ``steal_ahead`` (docs/benchmarks.md, "Steal ahead", chose it)
+STEAL_AHEAD = 0
+
+
+def _steal_ahead() -> Any:
+    return option(STEAL_AHEAD, "--steal-ahead", low=0, high=INT32, metavar="N",
+                  help="over MPI, a busy rank asks for work once fewer than N tasks wait in its pool, "
+                       "so the answer overlaps its last nodes (0: only when it runs out)")
+
+
 def _pool() -> Any:
     return option("depthpool", "--pool", "--poolType", choices=tuple(POOLS),
                   help="the task pool: depthpool (one FIFO per depth, the default) or deque")
@@ -88,9 +98,16 @@ class Coordination:
         """What a victim hands a thief over MPI: ``half``, ``level`` or ``one`` (see ``STEALS``)."""
         return getattr(self, "steal", "half")
 
+    @property
+    def low_water(self) -> int:
+        """Over MPI, a busy rank asks for work while fewer tasks than this wait (0: only when idle)."""
+        return getattr(self, "steal_ahead", 0)
+
     def _check_steal(self) -> None:
         if self.steal_mode not in STEALS:
             raise ValueError(f"steal must be one of {list(STEALS)}, got {self.steal_mode!r}")
+        if self.low_water < 0:
+            raise ValueError(f"steal_ahead must be >= 0, got {self.low_water}")
 
 
 @dataclass(frozen=True)
@@ -98,6 +115,7 @@ class Sequential(Coordination):
     """Depth-first search of the whole tree on one explicit stack: the reference."""
 
     steal: str = _steal()
+    steal_ahead: int = _steal_ahead()
     name = "seq"
     aliases = ("sequential",)
 
@@ -112,6 +130,7 @@ class DepthBounded(Coordination):
     spawn_depth: int = option(0, "-d", "--spawn-depth", low=0, high=INT32, help="spawn depth")
     pool: str = _pool()
     steal: str = _steal()
+    steal_ahead: int = _steal_ahead()
     name = "depthbounded"
 
     def __post_init__(self) -> None:
@@ -143,6 +162,7 @@ class Budget(Coordination):
     spawn_all: bool = option(False, "--spawn-all", help="offload every open level")
     pool: str = _pool()
     steal: str = _steal()
+    steal_ahead: int = _steal_ahead()
     name = "budget"
 
     def __post_init__(self) -> None:
@@ -169,6 +189,7 @@ class StackStealing(Coordination):
 
     chunked: bool = option(False, "--chunked", help="steal a whole level (= --steal level)")
     steal: str = _steal()
+    steal_ahead: int = _steal_ahead()
     name = "stacksteal"
 
     def __post_init__(self) -> None:

@@ -1,4 +1,5 @@
-"""Run under mpiexec by test_mpi_stealing.py: every steal mode x coordination x kind on this job's ranks.
+"""Run under mpiexec by test_mpi_stealing.py: every steal mode (with and without steal ahead) x
+coordination x kind on this job's ranks.
 
 Writes ``steal.<rank>.json``: for each case the answer (and, for enumerations, the node count) this
 rank got; ``--small`` runs the cases meant for 16-32 oversubscribed ranks.
@@ -19,7 +20,8 @@ from yewpy.apps.nqueens import NQueens
 
 RANK = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK", "0")  # Hydra, Open MPI
 
-STEALS = ["half", "level", "one"]
+#: (steal mode, steal-ahead low-water mark): every mode as it was, and two with steal ahead
+STEALS = [("half", 0), ("level", 0), ("one", 0), ("half", 1), ("one", 3)]
 COORDINATIONS = [("stacksteal", {}), ("depthbounded", {"spawn_depth": 2}), ("budget", {"backtracks": 50})]
 ORDERED = [("ordered", {"spawn_depth": 1, "window": 1}), ("ordered", {"spawn_depth": 2, "window": 3}),
            ("ordered", {"spawn_depth": 1, "discrepancy": True})]
@@ -38,9 +40,9 @@ def main(shared, small):
     shapes, graph, kp, queens = cases(shared, small)
     target = 4 if small else 17
     out = {}
-    for steal in STEALS:
+    for steal, ahead in STEALS:
         for name, params in COORDINATIONS:
-            params = {**params, "steal": steal}
+            params = {**params, "steal": steal, **({"steal_ahead": ahead} if ahead else {})}
             key = f"{name}{json.dumps(params, sort_keys=True)}"
             q = NQueens(queens).search(name, **params)
             out[key + " nqueens"] = [q.value, q.nodes, q.status]

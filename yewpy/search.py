@@ -99,7 +99,8 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
         from yewpy.runtime.mpi import MPITransport
 
         agree(comm, failure)                    # raises the first failing rank's error everywhere
-        transport: Transport = MPITransport(comm, session, steal=coord.steal_mode)
+        transport: Transport = MPITransport(comm, session, steal=coord.steal_mode,
+                                              low_water=coord.low_water)
     else:
         transport = LocalTransport(session)
     return run_search(problem, core, coord, options, transport, session, (initial_bound, initial_solution),

@@ -123,6 +123,11 @@ class Coordination(Protocol):
         """What a victim hands a thief: ``half``, ``level`` or ``one``."""
         ...
 
+    @property
+    def low_water(self) -> int:
+        """A busy rank asks for work while fewer tasks than this wait in its pool (0: when idle)."""
+        ...
+
     def check(self, kind: int) -> None:
         """Raise ``UsageError`` if it cannot run searches of ``kind``."""
         ...

@@ -44,15 +44,17 @@ class Victims:
 
 
 class Stealing(Link):
-    """The thief's and the victim's sides; work moves only outside a checkpoint epoch."""
+    """The thief's and the victim's sides; work moves only outside a checkpoint epoch. With a
+    low-water mark, a busy rank asks too, once its pool holds fewer tasks (steal ahead)."""
 
     victims: Victims
     steal_mode: str
     epoch: int | None
 
-    def init_stealing(self, local: list[int], steal: str) -> None:
+    def init_stealing(self, local: list[int], steal: str, low_water: int = 0) -> None:
         self.victims = Victims(self.rank, self.size, local)
         self.steal_mode = steal
+        self.low_water = low_water          # steal ahead: a busy rank asks below this many tasks
         self.free_tries = self.size.bit_length()     # failed steals before backing off: log2 P + 1
         self.waiting = False                # a steal request of ours is unanswered
         self.asked = 0.0                    # when it was sent

@@ -60,7 +60,7 @@ def _node_cores(local: Any) -> int:
 class MPITransport(Stealing, Termination, Checkpoints, Progress):
     """One rank's side of the search: serves thieves, steals when idle, relays control on the tree."""
 
-    def __init__(self, comm: MPI.Comm, session: Session, steal: str = "half") -> None:
+    def __init__(self, comm: MPI.Comm, session: Session, steal: str = "half", low_water: int = 0) -> None:
         from mpi4py import MPI
 
         MPI.pickle.__init__(_dumps, pickle.loads)  # type: ignore[misc]  # mpi4py's documented way
@@ -87,7 +87,7 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
                       "sent_steal": 0, "sent_work": 0, "sent_control": 0, "waves": 0,
                       "polls": 0, "slice_nodes_mean": 0.0, "last_node": 0.0, "returned": 0.0,
                       "steal_wait_seconds": 0.0, "steal_wait_max": 0.0}
-        self.init_stealing(ranks_here, steal)
+        self.init_stealing(ranks_here, steal, low_water)
         self.init_termination()
         self.init_checkpoints()
         self.init_progress()
@@ -169,6 +169,8 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
         self.receive(engine, pool, busy=True)
         if engine.found:
             self.stop_everyone("found")
+        if len(pool) < self.low_water and self.stop_reason is None:
+            self.ask(now)                       # steal ahead: the answer overlaps our last nodes
         self.tick(engine, pool, now, busy=True)
         self.last_poll, self.last_nodes = time.perf_counter(), engine.nodes
         return self.stop_reason is None
