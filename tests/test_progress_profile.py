@@ -52,7 +52,8 @@ def test_json_progress_carries_the_estimate_and_the_time_left(ranks):
         assert 0.5 * data["nodes"] < est["nodes"] < 2 * data["nodes"]
         left, low, high = est["seconds_left"]
         assert 0 <= low <= left <= high
-        assert r["walltime"]["verdict"] == "expected to finish" and 3500 < r["walltime"]["seconds_left"] <= 3600
+        wall = r["walltime"]
+        assert wall["verdict"] == "expected to finish" and 3500 < wall["seconds_left"] <= 3600
 
 
 def test_progress_shows_the_incumbent_and_quiet_silences_it(instances):
