@@ -160,3 +160,25 @@ def test_estimate_flags_are_checked(args, message, tmp_path):
     out = subprocess.run([*yewpy_cmd(), "nqueens", "8", *args], capture_output=True, text=True, timeout=60,
                          cwd=tmp_path)
     assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_progress_says_when_the_job_ends_too_soon():
+    """A job that ends in one second, a search that needs about three: progress says so."""
+    import os
+    import time
+
+    env = dict(os.environ, YEWPY_END_TIME=str(time.time() + 1.0))
+    out = subprocess.run([*yewpy_cmd(), "nqueens", "15", "--progress-every", "0.5", "--time-limit", "1.6"],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0 and "wall time" in out.stderr, out.stderr
+    assert "not expected to finish" in out.stderr.splitlines()[-1]
+
+
+def test_the_job_end_comes_from_yewpy_or_slurm():
+    from yewpy.operations.walltime import job_end, verdict
+
+    assert job_end({}) is None and job_end({"YEWPY_END_TIME": "12.5"}) == 12.5
+    assert job_end({"SLURM_JOB_END_TIME": "1700000000"}) == 1.7e9
+    assert verdict((10, 8, 12), 20) == "expected to finish"
+    assert verdict((10, 8, 12), 11) == "may not finish"
+    assert verdict((10, 8, 12), 9) == "not expected to finish" and verdict(None, 9) == "unknown"

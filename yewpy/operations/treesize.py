@@ -9,14 +9,16 @@ it starts again when the incumbent improves.
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from yewpy._probe import Prober
 
-#: the share of each rank's time that side probes may take during a run
-PROBE_SHARE = 0.02
+#: the share of each rank's time that side probes may take during a run (YEWPY_PROBE_SHARE
+#: overrides it: more probes, a tighter estimate, a slower search)
+PROBE_SHARE = float(os.environ.get("YEWPY_PROBE_SHARE", "0.02"))
 #: the half-width of the range, in standard errors of the mean
 SPREAD = 2.0
 

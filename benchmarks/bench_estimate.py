@@ -1,0 +1,74 @@
+"""How good the tree-size estimates are: progress estimates at 10%, 25% and 50% of a run, and
+``--estimate`` before it, against the node count the run ends with (one rank).
+
+    python benchmarks/bench_estimate.py [--shared /path/to/instances] [--estimate-seconds 2]
+
+For each case: the run's JSON progress lines (every 1/40 of a timing run), the estimate of the
+line nearest each fraction of the run, and its ratio to the true count (estimate / truth), then
+``--estimate`` (a short search plus probes) against the truth. Optimisation cases estimate the
+tree under the incumbent of the moment; their ratios are reported as they come.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+YEWPY = [str(Path(sys.executable).parent / "yewpy")]
+
+
+def cases(shared: Path) -> dict:
+    return {
+        "uts T1L": ["uts", "--tree", "T1L"],
+        "uts T3L": ["uts", "--tree", "T3L"],
+        "nqueens 16": ["nqueens", "16"],
+        "knapsack knapsackTest1 --python": ["knapsack", str(shared / "knapsack/yewpar_kp/knapsackTest1.kp"),
+                                            "--python"],
+        "maxclique p_hat300-3": ["maxclique", str(shared / "clique/p_hat300-3.clq")],
+    }
+
+
+def run(args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([*YEWPY, *args], capture_output=True, text=True, timeout=900)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shared", type=Path, default=Path(os.environ.get("YEWPY_SHARED", "/work/shared"))
+                        / "instances")
+    parser.add_argument("--estimate-seconds", type=float, default=2.0)
+    opts = parser.parse_args()
+    print("| case | nodes | seconds | at 10% | at 25% | at 50% | --estimate | probes at 50% |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, args in cases(opts.shared).items():
+        timing = json.loads(run([*args, "--json", "--quiet"]).stdout)
+        every = max(timing["seconds"] / 40, 0.01)
+        out = run([*args, "--json", "--progress-every", f"{every:.3f}"])
+        final = json.loads(out.stdout)
+        truth, seconds = final["nodes"], final["seconds"]
+        records = [json.loads(line)["progress"] for line in out.stderr.splitlines() if line.startswith("{")]
+        cells = []
+        probes = 0
+        for fraction in (0.10, 0.25, 0.50):
+            near = min(records, key=lambda r: abs(r["seconds"] - fraction * seconds), default=None)
+            if near is None or "estimate" not in near:
+                cells.append("-")
+                continue
+            est = near["estimate"]
+            flag = "" if est["consistent"] else " (lower bound)"
+            cells.append(f"{est['nodes'] / truth:.2f}{flag}")
+            probes = est["probes"]
+        before = json.loads(run([*args, "--estimate", str(opts.estimate_seconds), "--json"]).stdout)
+        report = before["metrics"]["estimate"]
+        exact = " (exact)" if report["exact"] else ""
+        ratio = report["nodes"] / truth
+        row = [name, f"{truth:,}", f"{seconds:.2f}", *cells, f"{ratio:.2f}{exact}", f"{probes:,}"]
+        print("| " + " | ".join(row) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
