@@ -22,7 +22,7 @@ from yewpy.operations import checkpoint as ckpt
 from yewpy.operations.atomic import check_writable
 from yewpy.operations.profile import Profile
 from yewpy.operations.treesize import EMPTY, Row, Sampler, TreeSize
-from yewpy.operations.walltime import job_end, verdict
+from yewpy.operations.walltime import job_end, readable, verdict
 from yewpy.result import FINISHED
 from yewpy.runtime.parts import KIND_NAMES, counters_of, merge_parts, summary
 
@@ -65,7 +65,8 @@ class Session:
         self.profile = Profile(start) if profile else None
         self.kind = core.kind
         # what progress calls the engine's bound: a top-K search prunes against its K-th best
-        self.bound_name = "top-K bar" if options.get("ranking") is not None else "incumbent"
+        ranked = options.get("ranking") is not None
+        self.bound_name, self.bound_key = ("top-K bar", "top_k_bar") if ranked else ("incumbent", "incumbent")
         self.taken = problem.zero if core.kind == ENUMERATION else None
         self.prior: dict | None = None          # what the resumed checkpoint had already accounted
         self.tasks: list | None = None          # this rank's share of the resumed work
@@ -228,9 +229,8 @@ class Session:
         wall = self.job_end - time.time() if self.job_end is not None else None
         if self.progress_json:
             record: dict[str, Any] = {
-                "seconds": now - self.start, "nodes": nodes, "rate": rate, self.bound_name.replace(
-                    "-", "_").replace(" ", "_").lower(): incumbent, "steals": steals, "idle_ranks": idle,
-                "ranks": self.size}
+                "seconds": now - self.start, "nodes": nodes, "rate": rate, self.bound_key: incumbent,
+                "steals": steals, "idle_ranks": idle, "ranks": self.size}
             if size is not None:
                 record["estimate"] = {**size.to_dict(nodes), "seconds_left": left}
             if wall is not None:
@@ -247,9 +247,9 @@ class Session:
                 if not size.consistent(nodes):
                     text += " (a lower bound: the probes missed the tree's heavy tail)"
                 if left is not None:
-                    text += f", ~{_duration(left[0])} left [{_duration(left[1])}, {_duration(left[2])}]"
+                    text += f", ~{readable(left[0])} left [{readable(left[1])}, {readable(left[2])}]"
             if wall is not None:
-                text += f"  wall time {_duration(wall)} left: {verdict(left, wall)}"
+                text += f"  wall time {readable(wall)} left: {verdict(left, wall)}"
         sys.stderr.write(text + "\n")
         sys.stderr.flush()
 
@@ -290,10 +290,3 @@ class Session:
             for sig, handler in old.items():
                 signal.signal(sig, handler)
 
-
-def _duration(seconds: float) -> str:
-    """Seconds as a person reads them: 42 s, 3.5 min, 2.1 h, 3.0 d."""
-    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
-        if seconds >= 2 * size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.2g} s"

@@ -43,3 +43,11 @@ def verdict(seconds_left: tuple[float, float, float] | None, wall_left: float) -
     if estimate <= wall_left:
         return "may not finish"
     return "not expected to finish"
+
+
+def readable(seconds: float) -> str:
+    """Seconds as a person reads them: 4.2 s, 42 s, 3.5 min, 2.1 h, 3.0 d."""
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.2g} s"

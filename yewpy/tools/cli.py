@@ -14,6 +14,7 @@ from typing import Any
 from yewpy import __version__
 from yewpy.errors import InputError, UsageError
 from yewpy.operations.session import PENDING, remember_signals
+from yewpy.operations.walltime import readable
 from yewpy.result import STOPPED, Result
 from yewpy.runtime.metrics import table
 from yewpy.tools.coordination_flags import add_flags, coordination_params
@@ -118,8 +119,6 @@ def _duration(text: str) -> float:
 
 def estimate_lines(report: dict) -> list[str]:
     """What ``--estimate`` prints."""
-    from yewpy.operations.session import _duration as readable
-
     under = report["under_incumbent"]
     what = "nodes" if under is None else f"nodes under incumbent {under:g}"
     how = "exact: the whole tree was searched" if report["exact"] else \
