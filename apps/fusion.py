@@ -69,7 +69,7 @@ def solve(args: argparse.Namespace, coordination: Any = "seq", **params: Any) ->
     profile = load(args)
     problem = Fusion(profile, streams=args.streams, max_buckets=args.max_buckets,
                      cap_bytes=round(args.cap_mb * MIB))
-    searching = {key for key in params if key != "progress"}    # progress lines are on by default
+    searching = params.keys() - {"progress", "progress_json"}   # progress lines are on by default
     if args.method != "bnb" and (coordination != "seq" or searching):
         raise UsageError(f"the search flags apply to --method bnb, not {args.method}")
     start = time.perf_counter()

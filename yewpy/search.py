@@ -156,15 +156,16 @@ def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float |
         tree = TreeSize.of(merged) or TreeSize(0, float(result.nodes), 0.0)
         exact = False
     low, high = tree.range(result.nodes)
-    one_rank = [n / rate if rate > 0 else None for n in (tree.at_least(result.nodes), low, high)]
+    one_rank = [n / rate for n in (tree.at_least(result.nodes), low, high)] if rate > 0 else None
     report = {**tree.to_dict(result.nodes), "exact": exact, "sampled_seconds": seconds,
-              "rate_per_rank": rate, "ranks_measured": size, "seconds_one_rank": one_rank[0],
-              "seconds_one_rank_range": one_rank[1:], "efficiency_assumed": EFFICIENCY}
-    if walltime is not None and one_rank[2] is not None:
+              "rate_per_rank": rate, "ranks_measured": size,
+              "seconds_one_rank": one_rank[0] if one_rank else None,
+              "seconds_one_rank_range": one_rank[1:] if one_rank else None, "efficiency_assumed": EFFICIENCY}
+    if walltime is not None and one_rank is not None:
         report["walltime"] = walltime
-        report["ranks_for_walltime"] = max(1, math.ceil(one_rank[0] / (walltime * EFFICIENCY)))
-        report["ranks_for_walltime_range"] = [max(1, math.ceil(t / (walltime * EFFICIENCY)))
-                                              for t in one_rank[1:]]
+        report["ranks_for_walltime"], *low_high = [max(1, math.ceil(t / (walltime * EFFICIENCY)))
+                                                   for t in one_rank]
+        report["ranks_for_walltime_range"] = low_high
     result.metrics["estimate"] = report
     return result
 
