@@ -75,9 +75,7 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
         if not coord.resumable and (checkpoint or resume):
             raise UsageError(f"checkpoint and resume do not apply to {coord.name}: its replicable rounds "
                              "start at the root")
-        if prune_level is None:
-            prune_level = bool(getattr(problem, "prune_level", False))
-        options = dict(max_depth=max_depth, prune_level=prune_level, target=target,
+        options = dict(max_depth=max_depth, prune_level=_prune_level(problem, prune_level), target=target,
                        initial_bound=initial_bound, node_limit=node_limit,
                        deadline=None if time_limit is None else monotonic() + time_limit)
         options.update(coord.engine_options())
@@ -89,7 +87,7 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
         session = Session(problem, core, options, start, rank=rank, size=size, checkpoint=checkpoint,
                           checkpoint_every=checkpoint_every, resume=resume, progress=progress,
                           profile=profile, progress_json=progress_json,
-                          sampler=_sampler(problem, options, rank) if progress else None)
+                          sampler=(lambda: _sampler(problem, options, rank)) if progress else None)
         failure = None
     except Exception as exc:
         if size == 1:
@@ -107,9 +105,15 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
                       start)
 
 
+def _prune_level(problem: Any, given: bool | None) -> bool:
+    """``prune_level`` as given, else the problem's own ``prune_level`` attribute."""
+    return bool(getattr(problem, "prune_level", False)) if given is None else given
+
+
 def _sampler(problem: Any, options: dict, rank: int) -> Sampler | None:
     """Side probes for the progress estimate, on a copy of the problem's core (the engine's own
-    frames must not move); None where the problem cannot be copied."""
+    frames must not move), made when the first progress report is due; None where the problem
+    cannot be copied."""
     try:
         if isinstance(problem, Core):
             core = pickle.loads(pickle.dumps(problem))
@@ -140,11 +144,8 @@ def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float |
         exact = True
     else:
         core = core_of(problem)
-        prune_level = params.get("prune_level")
-        if prune_level is None:
-            prune_level = bool(getattr(problem, "prune_level", False))
         options = dict(max_depth=params.get("max_depth"), target=params.get("target"),
-                       prune_level=prune_level)
+                       prune_level=_prune_level(problem, params.get("prune_level")))
         prober = Sampler(core, options, seed=rank + 1).prober
         under = result.objective if core.kind == OPTIMISATION else None
         prober.run(seconds / 2, under)

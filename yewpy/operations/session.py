@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
@@ -48,7 +49,7 @@ class Session:
                  size: int = 1, checkpoint: str | None = None, checkpoint_every: float | None = None,
                  resume: str | None = None, progress: float | None = None,
                  profile: str | None = None, progress_json: bool = False,
-                 sampler: Sampler | None = None) -> None:
+                 sampler: Callable[[], Sampler | None] | None = None) -> None:
         if checkpoint_every is not None and checkpoint is None:
             raise UsageError("checkpoint_every (--checkpoint-every) needs a checkpoint file (--checkpoint)")
         if checkpoint_every is not None and checkpoint_every <= 0:
@@ -60,7 +61,10 @@ class Session:
         self.checkpoint_path, self.every, self.resume_path = checkpoint, checkpoint_every, resume
         self.progress_every, self.profile_path = progress, profile
         self.progress_json = progress_json
-        self.sampler = sampler                  # side probes for the tree-size estimate, if any
+        # side probes for the tree-size estimate: made at the first report, so a search that ends
+        # before it never pays for the copy of its core (a PlanSearch's takes a third of a second)
+        self.make_sampler = sampler
+        self.sampler: Sampler | None = None
         self.job_end = job_end() if progress and rank == 0 else None
         self.profile = Profile(start) if profile else None
         self.kind = core.kind
@@ -210,6 +214,8 @@ class Session:
 
     def sample(self, engine: Engine, now: float) -> Row:
         """This rank's side probes, topped up to their share of the time so far."""
+        if self.make_sampler is not None:
+            self.sampler, self.make_sampler = self.make_sampler(), None
         if self.sampler is None:
             return EMPTY
         self.sampler.sample(engine.incumbent, now - self.start)
