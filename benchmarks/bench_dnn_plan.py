@@ -6,6 +6,7 @@ python benchmarks/bench_dnn_plan.py gpt3-walk 30  # ... and --exhaustive itself,
 python benchmarks/bench_dnn_plan.py mixed 4       # GPT 18.4B on 4+4 A100/V100 nodes, one search
 mpiexec -n 2 python benchmarks/bench_dnn_plan.py mixed 8 stacksteal
 python benchmarks/bench_dnn_plan.py cli 3         # the issue's end-to-end goals: `yewpy dnn-plan` processes
+python benchmarks/bench_dnn_plan.py sweep 3       # planning time of every preset, Table 1 row and HF config
 """
 
 from __future__ import annotations
@@ -81,9 +82,71 @@ def cli(repeat: int) -> None:
                   f"{sorted(codes)})", flush=True)
 
 
+HF_CONFIGS = Path(__file__).resolve().parent.parent / "tests" / "data" / "hf_configs"
+A100, H100 = "dgx-a100-80g", "dgx-h100-80g"
+
+
+def sweep_cases() -> list[tuple[str, list[str]]]:
+    """Every case the planner's speed goal names, as `yewpy dnn-plan` arguments (default --top 3):
+    issue 24's preset sweep, Megatron-LM's Table 1 rows, and public Hugging Face configs on 64 to
+    16,384 GPUs (sequence 4096, batch 2048; the configs' own maximum positions are up to 131,072)."""
+    cases = []
+    for model in ("llama3-8b", "llama3-70b", "mixtral-8x7b", "gpt3-175b", "megatron-529.6b", "megatron-1t"):
+        for cluster in (f"{A100}:8x8", f"{A100}:64x8", f"{A100}:256x8", f"{H100}:1024x8"):
+            cases.append((f"sweep {model} {cluster}",
+                          ["--model", model, "--cluster", cluster, "--global-batch", "2048"]))
+    table1 = [("megatron-1.7b", 4, 512), ("megatron-3.6b", 8, 512), ("megatron-7.5b", 16, 512),
+              ("megatron-18.4b", 32, 1024), ("megatron-39.1b", 64, 1536), ("megatron-76.1b", 128, 1792),
+              ("megatron-145.6b", 192, 2304), ("megatron-310.1b", 240, 2160),
+              ("megatron-529.6b", 315, 2520), ("megatron-1t", 384, 3072)]
+    for model, nodes, batch in table1:
+        cases.append((f"table1 {model}", ["--model", model, "--cluster", f"{A100}:{nodes}x8",
+                                          "--global-batch", str(batch), "--seq", "2048"]))
+    for config in sorted(HF_CONFIGS.glob("*.json")):
+        for cluster in (f"{A100}:8x8", f"{A100}:64x8", f"{H100}:512x8", f"{H100}:2048x8"):
+            cases.append((f"hf {config.stem} {cluster}", ["--model", str(config), "--cluster", cluster,
+                                                          "--global-batch", "2048", "--seq", "4096"]))
+    return cases
+
+
+def sweep(repeat: int, only: str = "") -> None:
+    """Planning seconds (what `yewpy dnn-plan` prints as wall seconds) of every sweep case, the
+    median of ``repeat`` runs in this process, then the distribution: median, 90th percentile, worst,
+    and how many cases exceed 1 s and 2 s."""
+    import argparse
+
+    from yewpy.apps.dnn_plan import configure, solve
+    from yewpy.errors import UsageError
+
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    times = []
+    for label, argv in sweep_cases():
+        if only not in label:
+            continue
+        runs, outcome = [], ""
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            try:
+                result, _ = solve(parser.parse_args(argv))
+                outcome = f"{result.objective:.4f} s/iter, {result.nodes} nodes"
+            except UsageError as exc:
+                outcome = f"refused: {str(exc)[:60]}"
+            runs.append(time.perf_counter() - t0)
+        times.append((statistics.median(runs), label))
+        print(f"{statistics.median(runs):7.3f} s  {label}: {outcome}", flush=True)
+    values = sorted(t for t, _ in times)
+    worst = max(times)
+    print(f"{len(values)} cases: median {statistics.median(values):.3f} s, 90th percentile "
+          f"{values[int(0.9 * (len(values) - 1))]:.3f} s, worst {worst[0]:.3f} s ({worst[1]}); "
+          f"{sum(t > 1 for t in values)} over 1 s, {sum(t > 2 for t in values)} over 2 s")
+
+
 def main() -> None:
     what = sys.argv[1]
-    if what == "cli":
+    if what == "sweep":
+        sweep(int(sys.argv[2]) if len(sys.argv) > 2 else 3, sys.argv[3] if len(sys.argv) > 3 else "")
+    elif what == "cli":
         cli(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
     elif what == "gpt3":
         run("gpt3-175b", "dgx-a100-80g:128x8", 1536)

@@ -25,6 +25,7 @@ costs (``stage_costs``), the lower bounds (``bounds``), the seed (``seed``) and 
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -62,6 +63,22 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
     #: children whose bound cannot enter the top list are not generated (the exhaustive tree: all are)
     pruning = True
 
+    #: caches whose entries depend only on their keys: a copy shares them (see ``__deepcopy__``)
+    SHARED = frozenset({
+        "model", "cluster", "train", "shapes", "tables", "costs", "opts", "_slots_cache", "_slot_cache",
+        "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "_ranking",
+    })
+
+    def __deepcopy__(self, memo: dict) -> PlanSearch:
+        """A copy for the progress probes: the inputs, the key-only caches and the engine's ranking
+        (read, never written, by a probe) are shared; what a search writes (the shapes' best times,
+        the dominance memo) is copied. A full copy of the caches took 2.5 s on the megatron-1t row."""
+        clone = copy.copy(self)
+        for name, value in vars(self).items():
+            if name not in self.SHARED:
+                setattr(clone, name, copy.deepcopy(value, memo))
+        return clone
+
     @property
     def top(self) -> int:
         """How many plans the search keeps (``--top``): the top-K kind's ``k``."""
@@ -83,6 +100,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self.costs: dict = {}
         self.opts: dict = {}
         self._slots_cache: dict = {}
+        self._slot_cache: dict = {}
         self._consts: dict = {}
         self._allowed_cache: dict = {}
         self._minmax_cache: dict = {}
@@ -210,9 +228,26 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         # after each yield, not for each of the many slots that the floors prune.
         limit = self._limit(sid)
         S0, X0 = S[0], X[0]
-        for slot, (g, k, newcounts, opts, floor, floors) in enumerate(self._slots(sid, lo, counts, prev)):
+        slots, sweep = self._slots(sid, lo, counts, prev)
+        dead = [False, False, False]  # per side of the share (see ``_sweep``): pruned from here on
+        for slot, (g, k, newcounts, side) in enumerate(slots):
             if megatron and not self._megatron_stage(sh, lo, k, j, stages):
                 continue
+            if side and pruning and sweep is not None:
+                if dead[side]:
+                    continue
+                total, pre, rest = sweep
+                # Every child of this slot, and of every slot further out on its side, is at least
+                # this: the sum of the blocks' least times, and the largest stage at least this
+                # stage (more blocks: side 1) or the average of the stages after it (fewer: side 2).
+                x = pre[lo + k] - pre[lo] if side == 1 else (pre[self.n] - pre[lo + k]) / rest
+                if ((S0 + total) / div + c1 * (x if x > X0 else X0) + E) * SAFETY > limit:
+                    dead[side] = True
+                    continue
+            got = self._slot_options(sid, g, lo, k, j, prev, newcounts)
+            if got is None:
+                continue
+            opts, floor, floors = got
             base = slot * stride
             if pipe:
                 if pruning:  # the least each term could be: if even that is pruned, every option is
@@ -250,11 +285,12 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                     yield child
                     limit = self._limit(sid)
 
-    def _slots(self, sid: int, lo: int, counts: tuple, prev: int | None) -> list:
-        """The next stage's choices from blocks ``lo`` with ``counts`` stages left, in child order:
-        (group, k blocks, counts after, its options, the least of each option term (pipe), the
-        floors of the blocks after it). Fastest group first, k by discrepancy from the group's
-        share of the rest. Depends only on the arguments, so cached."""
+    def _slots(self, sid: int, lo: int, counts: tuple, prev: int | None) -> tuple:
+        """The next stage's (group, k blocks, counts after, side) from blocks ``lo`` with ``counts``
+        stages left, in child order: fastest group first, k by discrepancy from the group's share of
+        the rest (side 0: the share, 1: more blocks, 2: fewer); and the sweep data of the bound that
+        cuts a side off (``_sweep``). Depends only on the arguments, so cached; a slot's options are
+        computed only when it is reached (``_slot_options``)."""
         key = (sid, lo, counts, prev)
         hit = self._slots_cache.get(key)
         if hit is not None:
@@ -262,7 +298,6 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         sh = self.shapes[sid]
         q = sum(counts)
         R = self.n - lo
-        j = sh.p - q
         if sh.mode == "pipe":
             rates = {g: self.table(g, t, sh).rate for g, _, t in sh.parts}
             cap = sum(c * rates[g] for (g, _, _), c in zip(sh.parts, counts))
@@ -272,19 +307,52 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         else:
             choices = [(None, max(1, round(R / q)))]
         hi_max = self.n - (q - 1) * sh.v
-        hit = []
+        slots = []
         for g, share in choices:
             if sh.mode == "pipe":
                 i = [pg for pg, _, _ in sh.parts].index(g)
                 newcounts = counts[:i] + (counts[i] - 1,) + counts[i + 1 :]
             else:
                 newcounts = (counts[0] - 1,)
-            for k in [R] if q == 1 else _discrepancy(share, sh.v, hi_max - lo):
-                opts = self._stage_options(sid, g, lo, lo + k, j, prev)
-                if opts:
-                    floor = tuple(min(o[t] for o in opts) for t in range(3)) if sh.mode == "pipe" else None
-                    hit.append((g, k, newcounts, opts, floor, self._floors(sid, lo + k, newcounts)))
-        self._slots_cache[key] = hit
+            if q == 1:
+                slots.append((g, R, newcounts, 0))
+                continue
+            first = min(max(share, sh.v), hi_max - lo)
+            for k in _discrepancy(share, sh.v, hi_max - lo):
+                slots.append((g, k, newcounts, 0 if k == first else 1 if k > first else 2))
+        hit = self._slots_cache[key] = (tuple(slots), self._sweep(sid, lo, counts))
+        return hit
+
+    def _sweep(self, sid: int, lo: int, counts: tuple) -> tuple | None:
+        """For a pipe shape with one group left: the least time of blocks [lo, n), that group's
+        prefix times without recomputation, and the stages after the next one. The bound they give a
+        slot grows with the distance from the share on either side, so the first slot it prunes on a
+        side prunes the rest of that side without computing their options. None otherwise."""
+        sh = self.shapes[sid]
+        if sh.mode != "pipe" or sum(counts) < 2:
+            return None
+        live = [(g, t) for (g, _, t), c in zip(sh.parts, counts) if c > 0]
+        if len(live) != 1:
+            return None
+        pre = self.table(live[0][0], live[0][1], sh).time["none"]
+        return pre[self.n] - pre[lo], pre, sum(counts) - 1
+
+    def _slot_options(
+        self, sid: int, g: int | None, lo: int, k: int, j: int, prev: int | None, newcounts: tuple
+    ) -> tuple | None:
+        """A slot's options, the least of each option term (pipe) and the floors of the blocks after
+        it; None when no option fits. Depends only on the arguments, so cached."""
+        key = (sid, g, lo, k, j, prev)
+        hit = self._slot_cache.get(key, False)
+        if hit is not False:
+            return hit
+        opts = self._stage_options(sid, g, lo, lo + k, j, prev)
+        hit = None
+        if opts:
+            pipe = self.shapes[sid].mode == "pipe"
+            floor = tuple(min(o[t] for o in opts) for t in range(3)) if pipe else None
+            hit = (opts, floor, self._floors(sid, lo + k, newcounts))
+        self._slot_cache[key] = hit
         return hit
 
     def _megatron_stage(self, sh: Shape, lo: int, k: int, j: int, stages: tuple) -> bool:
