@@ -294,6 +294,20 @@ def _degrees(plan: dict, moe: bool) -> str:
     return f"tp={plan['tp']} pp={plan['pp']} dp={plan['dp']}{cp}{ep}"
 
 
+def _schedule(plan: dict) -> str:
+    """A plan's pipeline schedule as the CLI prints it, with its interleave factor or group size."""
+    if plan["schedule"] == "interleaved":
+        return f"interleaved v={plan['interleave']}"
+    if plan["schedule"] == "kfkb":
+        return f"kfkb k={plan['group_size']}"
+    return plan["schedule"]
+
+
+def _stage_time(stage: dict) -> str:
+    """A stage's forward and backward time per micro-batch (one figure per device group of a hap stage)."""
+    return "/".join(f"{ms:.2f}" for ms in stage["ms_per_microbatch"]) + " ms per micro-batch (fwd+bwd)"
+
+
 def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     start = time.perf_counter()
     if args.top < 1:
@@ -308,9 +322,7 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     lines = [
         f"Model {model.name} ({model.params / 1e9:.2f}B parameters) on {cluster.describe()}, "
         f"B={train.global_batch}, s={train.seq}",
-        f"Plan: {p['mode']} {_degrees(p, model.moe)} microbatch={p['microbatch']} schedule={p['schedule']}"
-        + (f" v={p['interleave']}" if p["schedule"] == "interleaved" else "")
-        + (f" k={p['group_size']}" if p["schedule"] == "kfkb" else ""),
+        f"Plan: {p['mode']} {_degrees(p, model.moe)} microbatch={p['microbatch']} schedule={_schedule(p)}",
         f"Predicted: {pred['iteration_seconds']:.4f} s/iteration, {pred['tflops_per_gpu']:.1f} TFLOP/s per "
         f"GPU ({pred['model_tflops_per_gpu']:.1f} model), {pred['memory_gb_per_gpu']:.2f} GiB peak, "
         f"{pred['gpus']} GPUs",
@@ -318,12 +330,12 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     for j, s in enumerate(p["stages"]):
         lines.append(
             f"  stage {j}: blocks {s['blocks'][0]}..{s['blocks'][1] - 1} on {s['group']} tp={s['tp']} "
-            f"recompute={s['recompute']} zero={s['zero']} {s['ms_per_microbatch']} ms/mb "
+            f"recompute={s['recompute']} zero={s['zero']} {_stage_time(s)}, "
             f"{s['memory_gb']:.2f}/{s['capacity_gb']:.2f} GiB"
         )
     for i, alt in enumerate(x["top"][1:], 2):
         lines.append(
-            f"#{i}: {_degrees(alt, model.moe)} mb={alt['microbatch']} {alt['schedule']} "
+            f"#{i}: {_degrees(alt, model.moe)} mb={alt['microbatch']} {_schedule(alt)} "
             f"{alt['iteration_seconds']:.4f} s"
         )
     if x["sensitivity"]:

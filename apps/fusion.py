@@ -11,7 +11,7 @@ import argparse
 import time
 from typing import Any
 
-from yewpy.apps.dnn.fusion.profile import Profile, bert_large, gpt3, read_profile, resnet50
+from yewpy.apps.dnn.fusion.profile import Profile, bert_large, gpt3, read_profile, resnet50, synthetic_network
 from yewpy.apps.dnn.fusion.search import MIB, Fusion, Plan
 from yewpy.errors import UsageError
 from yewpy.result import Result
@@ -59,6 +59,24 @@ def load(args: argparse.Namespace) -> Profile:
                               grad_bytes=args.grad_bytes, efficiency=args.efficiency, **batch)
 
 
+def network(args: argparse.Namespace) -> str:
+    """Where the profile's all-reduce costs come from, in words."""
+    if args.profile_json:
+        return f"as the profile {args.profile_json} gives them"
+    if args.synthetic:
+        return synthetic_network()
+    return f"--cluster {args.cluster}, ring all-reduce in each node and between nodes"
+
+
+def _sizes(sizes: list[int], shown: int = 24) -> str:
+    """Bucket sizes in MB, in backward order; past ``shown`` buckets the first and last few."""
+    text = [f"{b / 1e6:.3g}" for b in sizes]
+    if len(text) <= shown:
+        return " ".join(text)
+    return (" ".join(text[: shown // 2]) + f" ... ({len(text) - shown} more) ... "
+            + " ".join(text[-shown // 2:]))
+
+
 def _ms(ns: float) -> str:
     return f"{ns / 1e6:.3f} ms"
 
@@ -75,17 +93,18 @@ def solve(args: argparse.Namespace, coordination: Any = "seq", **params: Any) ->
     start = time.perf_counter()
     if args.method == "bnb":
         result = problem.search(coordination, **params)
-        plan: Plan = result.solution
+        plan: Plan = problem.merged(result.solution)
     else:
-        plan = problem.dp() if args.method == "dp" else problem.fixed(round(args.bucket_mb * MIB))
+        chosen = problem.dp() if args.method == "dp" else problem.fixed(round(args.bucket_mb * MIB))
+        plan = problem.merged(chosen) if args.method == "dp" else chosen
         status = "optimal" if args.method == "dp" else "evaluated"
         result = Result(kind="optimisation", status=status, nodes=0, seconds=time.perf_counter() - start,
                         objective=plan.comm_ns)
     baselines = problem.baselines(args.bucket_mb)
     if args.streams == 1 and args.method != "dp":
-        baselines["dp"] = problem.dp()
+        baselines["dp"] = problem.merged(problem.dp())
     result.solution = [list(b) for b in plan.buckets()]
-    result.extras = {"method": args.method, "profile": profile.to_dict(),
+    result.extras = {"method": args.method, "profile": profile.to_dict(), "network": network(args),
                      "variant": {"streams": args.streams, "max_buckets": args.max_buckets,
                                  "cap_bytes": problem.cap_bytes},
                      "plan": problem.describe(plan),
@@ -95,13 +114,15 @@ def solve(args: argparse.Namespace, coordination: Any = "seq", **params: Any) ->
     lines = [f"Profile: {profile.name}: {len(profile.tensors)} tensors, "
              f"{profile.total_bytes / 1e6:.1f} MB of gradients, forward {_ms(profile.forward_ns)}, "
              f"backward {_ms(profile.ready_ns[-1])}",
+             f"Network: {network(args)}; all-reduce of S bytes {profile.alpha_ns / 1e3:.1f} us + "
+             f"{profile.beta_fs / 1e6:.3f} ms per GB",
              f"Variant: {args.streams} stream(s), bucket cap {args.max_buckets or 'none'}, "
              f"bytes cap {f'{args.cap_mb:g} MiB' if args.cap_mb else 'none'}",
              f"Method {args.method}: {len(plan.ends)} buckets, iteration {iteration * 1e3:.3f} ms, "
              f"all-reduce exposed {_ms(plan.comm_ns - profile.ready_ns[-1])}"
              + ("" if plan.feasible else " (violates a cap)"),
-             "Bucket sizes (MB): " + " ".join(f"{b / 1e6:.1f}" for b in sizes)]
-    for name, other in baselines.items():
+             "Bucket sizes (MB): " + _sizes(sizes)]
+    for name, other in {f"{args.method} (this plan)": plan, **baselines}.items():
         ratio = problem.iteration_seconds(other) / iteration
         lines.append(f"  {name:<16} {len(other.ends):4d} buckets  iteration "
                      f"{problem.iteration_seconds(other) * 1e3:10.3f} ms  = {ratio:.3f}x"

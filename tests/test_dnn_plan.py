@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 import subprocess
 
 import pytest
@@ -570,6 +571,29 @@ def test_malformed_inputs_name_the_line(tmp_path):
 def test_bad_fix_is_usage_error(text):
     with pytest.raises(UsageError):
         parse_fix(text)
+
+
+def test_text_output_names_each_plans_schedule_and_stage_times():
+    """The top-K lines carry the interleave factor (plans #1 and #3 differ only in v), and every
+    stage line says what its time is; the figures match the JSON plan's."""
+    argv = ["dnn-plan", "--model", "gpt3-175b", "--cluster", "dgx-a100-80g:128x8", "--global-batch", "1536",
+            "--quiet"]
+    text = subprocess.run([*yewpy_cmd(), *argv], capture_output=True, text=True, timeout=120)
+    assert text.returncode == 0, text.stderr
+    plans = dnn_json(*argv[1:-1])
+    lines = text.stdout.splitlines()
+    alternatives = [line for line in lines if re.match(r"#\d+: ", line)]
+    assert len(alternatives) == len(plans["top"]) - 1 >= 2
+    for line, alt in zip(alternatives, plans["top"][1:]):
+        if alt["schedule"] == "interleaved":
+            assert f"interleaved v={alt['interleave']} " in line
+    schedules = [(alt["schedule"], alt.get("interleave")) for alt in plans["top"]]
+    assert len(set(schedules)) > 1 or len({alt["pp"] for alt in plans["top"]}) > 1
+    stages = [line for line in lines if line.startswith("  stage ")]
+    assert len(stages) == plans["plan"]["pp"]
+    for line, stage in zip(stages, plans["plan"]["stages"]):
+        assert f" {stage['ms_per_microbatch'][0]:.2f} ms per micro-batch (fwd+bwd), " in line
+        assert "[" not in line
 
 
 def test_cli_json_and_two_ranks(tmp_path):

@@ -276,6 +276,40 @@ def test_cli_json_and_errors(tmp_path):
         assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
 
 
+@settings(max_examples=150, deadline=None)
+@given(profiles(8), st.integers(0, 4), st.integers(0, 12000))
+def test_merged_plan_keeps_the_optimum_with_fewer_buckets(p, k, cap):
+    """Merging neighbours keeps the optimum (brute force) and the caps, never adds a bucket, and
+    stops where every further merge would end the all-reduces later or break a cap."""
+    try:
+        f = Fusion(p, max_buckets=k, cap_bytes=cap)
+    except UsageError:
+        return  # the caps cannot be met together: no plan to merge
+    optimum = f.dp()
+    merged = f.merged(optimum)
+    assert merged.comm_ns == optimum.comm_ns == brute(p, 1, k, cap)
+    assert merged.feasible and len(merged.ends) <= len(optimum.ends)
+    for i in range(len(merged.ends) - 1):
+        trial = f.evaluate(merged.ends[:i] + merged.ends[i + 1:])
+        assert not trial.feasible or trial.comm_ns > merged.comm_ns
+
+
+def test_cli_text_names_the_network_and_the_plan_row():
+    """The header's bucket count is the plan's row in the table, and the network is named."""
+    out = subprocess.run([*yewpy_cmd(), "fusion", "--synthetic", "resnet50", "--quiet"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("Method bnb: "))
+    row = next(line for line in lines if line.lstrip().startswith("bnb (this plan)"))
+    count = int(header.split()[2])
+    assert int(row.split()[3]) == count
+    assert len(next(line for line in lines if line.startswith("Bucket sizes")).split()[3:]) == count
+    f = Fusion(resnet50())
+    assert count == len(f.merged(f.dp()).ends) < len(f.dp().ends)
+    assert any(line.startswith("Network: synthetic: 8 nodes x 8 GPUs") for line in lines)
+
+
 def test_mpi_two_ranks_equals_sequential():
     f = Fusion(bert_large(), streams=2)
     want = f.search().objective

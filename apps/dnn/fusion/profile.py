@@ -92,6 +92,15 @@ class Profile:
                 "beta_seconds_per_byte": self.beta_fs / FS, "gamma_seconds_per_byte": self.gamma_fs / FS}
 
 
+def synthetic_network(hw: dict | None = None) -> str:
+    """The cluster the synthetic profiles assume, in words."""
+    hw = {**SYNTHETIC, **(hw or {})}
+    return (f"synthetic: {hw['nodes']} nodes x {hw['gpus_per_node']} GPUs, "
+            f"{hw['intra_bandwidth'] / 1e9:g} GB/s per GPU in a node, "
+            f"{hw['inter_bandwidth'] / 1e9:g} GB/s per GPU between nodes, "
+            f"{hw['flops'] / 1e12:g} TFLOP/s achieved per GPU")
+
+
 def allreduce_coefficients(gpus_per_node: int, nodes: int, intra_bandwidth: float, inter_bandwidth: float,
                            intra_latency: float, inter_latency: float) -> tuple[float, float]:
     """(A seconds, beta' seconds/byte) of a hierarchical ring all-reduce over nodes x gpus_per_node.

@@ -125,6 +125,22 @@ class Fusion:
         _, ends = dp(self.profile.nbytes, self.ready, *self._costs, self.max_buckets, self.cap_bytes)
         return self.evaluate(ends)
 
+    def merged(self, plan: Plan) -> Plan:
+        """The plan with neighbouring buckets merged while the last all-reduce ends no later and the
+        caps hold (one stream): optima tie often, as a small bucket hidden behind the backward pass
+        costs nothing, and a user reads the plan with the fewest buckets more easily."""
+        if self.streams != 1 or not plan.feasible:
+            return plan
+        best, changed = plan, True
+        while changed:
+            changed = False
+            for i in range(len(best.ends) - 1):
+                trial = self.evaluate(best.ends[:i] + best.ends[i + 1:])
+                if trial.feasible and trial.comm_ns <= best.comm_ns:
+                    best, changed = trial, True
+                    break
+        return best
+
     def baselines(self, bucket_mb: float = 25.0) -> dict[str, Plan]:
         """No fusion, a single bucket, DDP 25 MB, Horovod's 64 MB and ``bucket_mb`` (when different)."""
         out = {"no_fusion": self.no_fusion(), "single_bucket": self.single_bucket()}

@@ -15,7 +15,7 @@ from typing import Any
 class Seeding:
     """``_seed`` and the dives it makes."""
 
-    def _seed(self, tries: int = 4, budget: int = 150) -> float:
+    def _seed(self, tries: int = 16, budget: int = 150) -> float:
         """An upper bound on the top-th best shape's time before the search. In each of the ``tries *
         max(top, 3)`` shapes with the least root bounds: the min-max cut's leaf (``_cut_leaf``) and
         the first leaf of a depth-first walk that may backtrack (``budget`` nodes at most: a greedy
