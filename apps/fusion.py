@@ -114,8 +114,8 @@ def solve(args: argparse.Namespace, coordination: Any = "seq", **params: Any) ->
     lines = [f"Profile: {profile.name}: {len(profile.tensors)} tensors, "
              f"{profile.total_bytes / 1e6:.1f} MB of gradients, forward {_ms(profile.forward_ns)}, "
              f"backward {_ms(profile.ready_ns[-1])}",
-             f"Network: {network(args)}; all-reduce of S bytes {profile.alpha_ns / 1e3:.1f} us + "
-             f"{profile.beta_fs / 1e6:.3f} ms per GB",
+             f"Network: {network(args)}; an all-reduce costs {profile.alpha_ns / 1e3:.1f} us + "
+             f"{profile.beta_fs / 1e3:.1f} ms per GB",
              f"Variant: {args.streams} stream(s), bucket cap {args.max_buckets or 'none'}, "
              f"bytes cap {f'{args.cap_mb:g} MiB' if args.cap_mb else 'none'}",
              f"Method {args.method}: {len(plan.ends)} buckets, iteration {iteration * 1e3:.3f} ms, "

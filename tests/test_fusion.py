@@ -17,7 +17,14 @@ from support import assert_names_line, run_ranks, yewpy_cmd
 from yewpy.apps.dnn.cluster import load_cluster
 from yewpy.apps.dnn.fusion.balance import split_counts
 from yewpy.apps.dnn.fusion.model import profile_from_model
-from yewpy.apps.dnn.fusion.profile import Profile, bert_large, read_profile, resnet50, write_profile
+from yewpy.apps.dnn.fusion.profile import (
+    Profile,
+    allreduce_coefficients,
+    bert_large,
+    read_profile,
+    resnet50,
+    write_profile,
+)
 from yewpy.apps.dnn.fusion.search import MIB, Fusion
 from yewpy.apps.dnn.model_files import load_model
 from yewpy.errors import UsageError
@@ -307,7 +314,9 @@ def test_cli_text_names_the_network_and_the_plan_row():
     assert len(next(line for line in lines if line.startswith("Bucket sizes")).split()[3:]) == count
     f = Fusion(resnet50())
     assert count == len(f.merged(f.dp()).ends) < len(f.dp().ends)
-    assert any(line.startswith("Network: synthetic: 8 nodes x 8 GPUs") for line in lines)
+    net = next(line for line in lines if line.startswith("Network: synthetic: 8 nodes x 8 GPUs"))
+    alpha, beta = allreduce_coefficients(8, 8, 150e9, 12.5e9 / 8, 2e-6, 5e-6)  # the synthetic cluster
+    assert f"an all-reduce costs {alpha * 1e6:.1f} us + {beta * 1e9 * 1e3:.1f} ms per GB" in net
 
 
 def test_mpi_two_ranks_equals_sequential():
