@@ -95,8 +95,10 @@ def solve(args: argparse.Namespace, coordination: Any = "seq", **params: Any) ->
         result = problem.search(coordination, **params)
         plan: Plan = problem.merged(result.solution)
     else:
-        chosen = problem.dp() if args.method == "dp" else problem.fixed(round(args.bucket_mb * MIB))
-        plan = problem.merged(chosen) if args.method == "dp" else chosen
+        if args.method == "dp":
+            plan = problem.merged(problem.dp())
+        else:
+            plan = problem.fixed(round(args.bucket_mb * MIB))
         status = "optimal" if args.method == "dp" else "evaluated"
         result = Result(kind="optimisation", status=status, nodes=0, seconds=time.perf_counter() - start,
                         objective=plan.comm_ns)
@@ -104,7 +106,8 @@ def solve(args: argparse.Namespace, coordination: Any = "seq", **params: Any) ->
     if args.streams == 1 and args.method != "dp":
         baselines["dp"] = problem.merged(problem.dp())
     result.solution = [list(b) for b in plan.buckets()]
-    result.extras = {"method": args.method, "profile": profile.to_dict(), "network": network(args),
+    assumed = network(args)
+    result.extras = {"method": args.method, "profile": profile.to_dict(), "network": assumed,
                      "variant": {"streams": args.streams, "max_buckets": args.max_buckets,
                                  "cap_bytes": problem.cap_bytes},
                      "plan": problem.describe(plan),
@@ -114,7 +117,7 @@ def solve(args: argparse.Namespace, coordination: Any = "seq", **params: Any) ->
     lines = [f"Profile: {profile.name}: {len(profile.tensors)} tensors, "
              f"{profile.total_bytes / 1e6:.1f} MB of gradients, forward {_ms(profile.forward_ns)}, "
              f"backward {_ms(profile.ready_ns[-1])}",
-             f"Network: {network(args)}; an all-reduce costs {profile.alpha_ns / 1e3:.1f} us + "
+             f"Network: {assumed}; an all-reduce costs {profile.alpha_ns / 1e3:.1f} us + "
              f"{profile.beta_fs / 1e3:.1f} ms per GB",
              f"Variant: {args.streams} stream(s), bucket cap {args.max_buckets or 'none'}, "
              f"bytes cap {f'{args.cap_mb:g} MiB' if args.cap_mb else 'none'}",

@@ -12,7 +12,7 @@ from yewpy._engine import monotonic
 from yewpy.core import OPTIMISATION, Core
 from yewpy.errors import UsageError
 from yewpy.operations.session import Session
-from yewpy.operations.treesize import EMPTY, Row, Sampler, TreeSize, merge_rows
+from yewpy.operations.treesize import EMPTY, Sampler, TreeSize, merge_rows
 from yewpy.ranking import Ranked
 from yewpy.result import FINISHED, Result
 from yewpy.runtime.interfaces import Transport
@@ -146,10 +146,9 @@ def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float |
         core = core_of(problem)
         options = dict(max_depth=params.get("max_depth"), target=params.get("target"),
                        prune_level=_prune_level(problem, params.get("prune_level")))
-        prober = Sampler(core, options, seed=rank + 1).prober
-        under = result.objective if core.kind == OPTIMISATION else None
-        prober.run(seconds / 2, under)
-        row: Row = (prober.probes, prober.total, prober.total_sq, under)
+        sampler = Sampler(core, options, seed=rank + 1)
+        sampler.run(seconds / 2, result.objective if core.kind == OPTIMISATION else None)
+        row = sampler.row()
         rows = comm.allgather(row) if comm is not None and size > 1 else [row]
         merged = EMPTY
         for other in rows:

@@ -295,4 +295,3 @@ class Session:
         finally:
             for sig, handler in old.items():
                 signal.signal(sig, handler)
-

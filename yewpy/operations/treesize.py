@@ -97,13 +97,17 @@ class Sampler:
         self.spent = 0.0
 
     def sample(self, incumbent: Any, elapsed: float) -> None:
-        """Probe until probing has taken ``PROBE_SHARE`` of ``elapsed`` (at least one probe),
-        starting again if the incumbent changed since the last probes."""
+        """Probe until probing has taken ``PROBE_SHARE`` of ``elapsed`` (at least one probe)."""
+        self.run(max(PROBE_SHARE * elapsed - self.spent, 0.0), incumbent)
+
+    def run(self, seconds: float, incumbent: Any) -> None:
+        """Probe for about ``seconds`` (at least one probe) pruning against ``incumbent``, starting
+        again if it changed since the last probes."""
         if incumbent != self.under:
             self.prober.reset()
             self.under = incumbent
         started = time.perf_counter()
-        self.prober.run(max(PROBE_SHARE * elapsed - self.spent, 0.0), incumbent)
+        self.prober.run(seconds, incumbent)
         self.spent += time.perf_counter() - started
 
     def row(self) -> Row:
