@@ -46,10 +46,16 @@ def test_json_progress_carries_the_estimate_and_the_time_left(ranks):
     assert records and len(records) <= data["seconds"] / 0.2 + 2      # one printer, not one per rank
     assert {r["ranks"] for r in records} == {ranks}
     for r in records:
-        est = r["estimate"]
-        assert est["estimator"] == "knuth-1975" and est["probes"] > 0 and est["consistent"]
-        assert est["low"] <= est["nodes"] <= est["high"] and r["nodes"] <= est["low"]
-        assert 0.5 * data["nodes"] < est["nodes"] < 2 * data["nodes"]
+        # the recursive estimate needs every rank's open work: until all have reported, Knuth's alone
+        est, knuth = r["estimate"], r["estimate_knuth"]
+        recursive = r.get("estimate_recursive", knuth)
+        assert ranks == 2 or "estimate_recursive" in r
+        assert recursive["estimator"] in ("kilby-2006-recursive", "knuth-1975")
+        assert knuth["estimator"] == "knuth-1975" and knuth["probes"] > 0 and est["consistent"]
+        assert est["estimator"] in ("kilby-2006-recursive", "kilby-2006-recursive+knuth-1975", "knuth-1975")
+        for e in (est, recursive, knuth):
+            assert e["low"] <= e["nodes"] <= e["high"] and r["nodes"] <= e["low"]
+            assert 0.5 * data["nodes"] < e["nodes"] < 2 * data["nodes"], (e, data["nodes"])
         left, low, high = est["seconds_left"]
         assert 0 <= low <= left <= high
         wall = r["walltime"]
@@ -116,3 +122,17 @@ def test_a_top_k_search_calls_its_bound_the_top_k_bar():
     bars = [float(m.group(1)) for m in re.finditer(r"  top-K bar ([\d.]+)  ", out.stderr)]
     assert out.returncode == 0 and bars and "incumbent" not in out.stderr, out.stderr
     assert bars == sorted(bars, reverse=True)           # a minimisation's bar only falls
+
+
+@pytest.mark.parametrize("skeleton", [["--skeleton", "stacksteal"], ["--skeleton", "depthbounded", "-d", "2"]])
+def test_the_recursive_estimate_sums_every_ranks_open_work(skeleton):
+    """Two ranks: once both have reported, lines carry the estimate from the searched part, with
+    each rank's stack and pool counted (a rank left out would halve it)."""
+    out = run_ranks(2, [*yewpy_cmd(), "nqueens", "15", *skeleton, "--json", "--progress-every", "0.4"])
+    assert out.returncode == 0, out.stderr
+    total = json.loads(out.stdout)["nodes"]
+    records = [json.loads(line)["progress"] for line in out.stderr.splitlines()]
+    recursive = [r["estimate_recursive"] for r in records if "estimate_recursive" in r]
+    assert len(recursive) >= 2, records
+    for e in recursive:
+        assert e["estimator"] == "kilby-2006-recursive" and 0.6 * total < e["nodes"] < 1.6 * total, (e, total)

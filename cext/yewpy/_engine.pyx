@@ -175,6 +175,13 @@ cdef class Engine:
     cdef long long* m_prunes
     cdef long long* m_spawns
     cdef int m_cap
+    # what the recursive tree-size estimate reads (``frontier``): per frame, the node count just
+    # after its node was accounted, its children generated so far, and those that left it (spawned
+    # or split off); per depth, the count, sum and sum of squares of the sizes of closed subtrees
+    cdef long long* f_at
+    cdef long long* f_gen
+    cdef long long* f_away
+    cdef double* m_closed
 
     def __init__(self, Core core, max_depth=None, int spawn_depth=-1, bint prune_level=False,
                  long long backtrack_budget=0, target=None, initial_bound=None,
@@ -216,6 +223,10 @@ cdef class Engine:
         free(self.m_backtracks)
         free(self.m_prunes)
         free(self.m_spawns)
+        free(self.f_at)
+        free(self.f_gen)
+        free(self.f_away)
+        free(self.m_closed)
 
     cdef inline void _set_cut(self) noexcept:
         """Tell the core which children break their level (prune_level with a bound): a decision's
@@ -237,8 +248,18 @@ cdef class Engine:
             raise MemoryError()
         memset(closed + self.capacity, 1, cap - self.capacity)
         self.closed = closed
+        self.f_at = self._grow_frames(self.f_at, cap)
+        self.f_gen = self._grow_frames(self.f_gen, cap)
+        self.f_away = self._grow_frames(self.f_away, cap)
         self.capacity = cap
         return 0
+
+    cdef long long* _grow_frames(self, long long* arr, int cap) except NULL:
+        cdef long long* out = <long long*>realloc(arr, cap * sizeof(long long))
+        if out is NULL:
+            raise MemoryError()
+        memset(out + self.capacity, 0, (cap - self.capacity) * sizeof(long long))
+        return out
 
     cdef long long* _grow(self, long long* arr, int cap) except NULL:
         cdef long long* out = <long long*>realloc(arr, cap * sizeof(long long))
@@ -255,6 +276,11 @@ cdef class Engine:
         self.m_backtracks = self._grow(self.m_backtracks, cap)
         self.m_prunes = self._grow(self.m_prunes, cap)
         self.m_spawns = self._grow(self.m_spawns, cap)
+        cdef double* closed = <double*>realloc(self.m_closed, 3 * cap * sizeof(double))
+        if closed is NULL:
+            raise MemoryError()
+        memset(closed + 3 * self.m_cap, 0, 3 * (cap - self.m_cap) * sizeof(double))
+        self.m_closed = closed
         self.m_cap = cap
         return 0
 
@@ -294,13 +320,31 @@ cdef class Engine:
         self._grow_metrics(depth + 1)
         if depth + 1 < self.max_depth and not self.found:
             self.core.open(0)
-            self.closed[0] = 0
+            self._opened(0)
             self.top = 0
         else:
             self.top = -1
         return 0
 
     # -- the per-node loop -----------------------------------------------------------------
+
+    cdef inline void _opened(self, int c) noexcept:
+        """Frame c's generator was just opened; its node is the last one accounted."""
+        self.closed[c] = 0
+        self.f_at[c] = self.nodes
+        self.f_gen[c] = 0
+        self.f_away[c] = 0
+
+    cdef inline void _close(self, int top) noexcept:
+        """Frame top's subtree is explored: record its size at its depth, unless some of it left
+        as tasks (then this is not the subtree's size)."""
+        if self.f_away[top]:
+            return
+        cdef double size = self.nodes - self.f_at[top] + 1
+        cdef double* at = self.m_closed + 3 * (self.base_depth + top)
+        at[0] += 1
+        at[1] += size
+        at[2] += size * size
 
     cdef int _visit(self, int c, int a) except -1:
         """Account one newly generated node at frame c, depth a (the single accounting rule)."""
@@ -390,9 +434,11 @@ cdef class Engine:
             if r == 0:
                 self.closed[top] = 1
                 self.top = top - 1
+                self._close(top)
                 if self._backtrack(self.base_depth + top):
                     return BUDGET
                 continue
+            self.f_gen[top] += 1
             c = top + 1
             a = self.base_depth + c
             outcome = self._visit(c, a)
@@ -402,9 +448,10 @@ cdef class Engine:
                     if a <= self.spawn_depth:
                         self.spawned.append((a, core.dump(c)))
                         self.m_spawns[a] += 1
+                        self.f_away[top] += 1
                     else:
                         core.open(c)
-                        self.closed[c] = 0
+                        self._opened(c)
                         self.top = c
                 else:
                     budget_hit = self._backtrack(a)
@@ -471,13 +518,13 @@ cdef class Engine:
                 a = self.base_depth + c
                 if a + 1 < self.max_depth:
                     core.open(c)
-                    self.closed[c] = 0
+                    self._opened(c)
                     self.top = c
                 else:
                     budget_hit = self._backtrack(a)
             elif status == DESCENT_OPEN:
                 core.open(d.event)
-                self.closed[d.event] = 0
+                self._opened(d.event)
                 self.top = d.event
             elif status == DESCENT_FRAMES:
                 self._reserve(self.top + 2)
@@ -539,6 +586,10 @@ cdef class Engine:
         d.m_nodes = self.m_nodes
         d.m_backtracks = self.m_backtracks
         d.m_prunes = self.m_prunes
+        d.f_at = self.f_at
+        d.f_gen = self.f_gen
+        d.f_away = self.f_away
+        d.m_closed = self.m_closed
 
     # -- giving work away ------------------------------------------------------------------
 
@@ -567,6 +618,7 @@ cdef class Engine:
                 if r == 0:
                     self.closed[f] = 1
                     break
+                self.f_gen[f] += 1
                 outcome = self._visit(scratch, a)
                 if outcome == EXIT:
                     self.top = -1
@@ -579,6 +631,7 @@ cdef class Engine:
                 if a + 1 < self.max_depth:
                     tasks.append((a, self.core.dump(scratch)))
                     self.m_spawns[a] += 1
+                    self.f_away[f] += 1
                     if not whole_level:
                         return tasks
                 else:
@@ -619,6 +672,26 @@ cdef class Engine:
     def take_value(self):
         """Enumeration: the value accumulated since the last call."""
         return self.core.take_value()
+
+    def frontier(self):
+        """What the recursive tree-size estimate needs (``yewpy.operations.treesize``): the open
+        frames, shallowest first, as ``(depth, opened, explored, generated, away, exhausted)`` (the
+        node count when it opened, which names it while it stays open; the nodes of its subtree
+        searched here so far, itself included; its children generated, those of them that left as
+        tasks, and whether its generator is done), and per depth the ``(count, sum, sum of squares)`` of the sizes of the
+        subtrees closed here."""
+        cdef int f, d
+        frames = [(self.base_depth + f, self.f_at[f], self.nodes - self.f_at[f] + 1, self.f_gen[f],
+                   self.f_away[f], self.closed[f] != 0) for f in range(self.top + 1)]
+        closed = [(self.m_closed[3 * d], self.m_closed[3 * d + 1], self.m_closed[3 * d + 2])
+                  for d in range(self.m_cap)]
+        return frames, closed
+
+    def frame_node(self, int frame):
+        """The node of open frame ``frame`` (0: the current task's root), as ``split`` hands it out."""
+        if not 0 <= frame <= self.top:
+            raise IndexError(f"frame {frame} is not open")
+        return self.core.dump(frame)
 
     def metrics(self):
         """Per-depth counts: nodes, backtracks, prunes (breaks included) and spawned tasks."""

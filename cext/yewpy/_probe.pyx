@@ -88,13 +88,18 @@ cdef class Prober:
                 return STOP if self.prune_level else LEAF
         return EXPAND
 
-    cdef double _probe(self, double inc, bint has_inc) except -1:
+    cdef double _probe(self, double inc, bint has_inc, object start=None,
+                       long long start_depth=0) except -1:
+        """One probe from the root, or from ``start``, a node at ``start_depth``."""
         cdef Core core = self.core
         cdef int f = 0, step
-        cdef long long depth = 0, generated, expandable, chosen, seen
+        cdef long long depth = start_depth, generated, expandable, chosen, seen
         cdef double estimate = 1.0, weight = 1.0
         self._frames(2)
-        core.set_root()
+        if start is None:
+            core.set_root()
+        else:
+            core.load(start)
         while depth + 1 < self.max_depth:
             self._frames(f + 2)
             core.open(f)
@@ -123,6 +128,35 @@ cdef class Prober:
         if depth > self.deepest:
             self.deepest = depth
         return estimate
+
+    def count(self, node, long long depth, incumbent=None):
+        """The children the engine generates at ``node`` (at ``depth``) under ``incumbent``: all of
+        them, or under ``prune_level`` those up to the first that fails its bound."""
+        cdef Core core = self.core
+        cdef double inc = core.sign * incumbent if incumbent is not None else 0.0
+        cdef bint has_inc = incumbent is not None
+        cdef long long generated = 0
+        if depth + 1 >= self.max_depth:
+            return 0
+        self._frames(2)
+        core.load(node)
+        core.open(0)
+        while core.next(0, 1):
+            generated += 1
+            if self._step(1, inc, has_inc) == STOP:
+                break
+        return generated
+
+    def mean_from(self, node, long long depth, long long probes, incumbent=None):
+        """The mean of ``probes`` probes of the subtree under ``node`` (at ``depth``), node included;
+        these do not count among the probes of the whole tree."""
+        cdef double inc = self.core.sign * incumbent if incumbent is not None else 0.0
+        cdef bint has_inc = incumbent is not None
+        cdef double total = 0.0
+        cdef long long k
+        for k in range(probes):
+            total += self._probe(inc, has_inc, node, depth)
+        return total / probes if probes > 0 else 0.0
 
     def run(self, double seconds, incumbent=None, long long most=-1):
         """Probe for about ``seconds`` (at least one probe; at most ``most``, -1: no limit), pruning

@@ -30,6 +30,10 @@ cdef struct Descent:
     long long* m_nodes          # per depth: nodes, backtracks, prunes (the engine's metrics)
     long long* m_backtracks
     long long* m_prunes
+    long long* f_at             # per frame: the node count just after its node was accounted
+    long long* f_gen            # per frame: its children generated so far
+    long long* f_away           # per frame: its children that left as tasks (split off)
+    double* m_closed            # per depth: count, sum, sum of squares of closed subtrees' sizes
 
 
 # What Core.descend returns; the engine finishes what each asks and calls it again.

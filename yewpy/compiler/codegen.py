@@ -139,7 +139,8 @@ def _emit_source(layout: NodeLayout, entries: dict, extras: list, args: str, sep
 # Descent's fields, in yewpy.core's order, and the statuses (core.pxd: Descent, DescentStatus).
 _D = {name: k for k, name in enumerate(
     "top base max_depth frames metric_depths nodes budget accounted prune_level has_incumbent "
-    "backtrack_budget since_budget event inc target closed m_nodes m_backtracks m_prunes".split())}
+    "backtrack_budget since_budget event inc target closed m_nodes m_backtracks m_prunes f_at f_gen "
+    "f_away m_closed".split())}
 _STATUS = {"DONE": 0, "LIMIT": 1, "BUDGET": 2, "FOUND": 3, "INCUMBENT": 4, "OPEN": 5, "FRAMES": 6,
            "METRICS": 7}
 
@@ -169,6 +170,10 @@ def _descend_source(layout: NodeLayout, attributes: list, entries: dict, extras:
              f"mcap = d[{_D['metric_depths']}]"]
     body += [f"m_{m} = carray(as_pointer(d[{_D['m_' + m]}]), mcap, np.int64)"
              for m in ("nodes", "backtracks", "prunes")]
+    body += [f"f_at = carray(as_pointer(d[{_D['f_at']}]), nf, np.int64)",
+             f"f_gen = carray(as_pointer(d[{_D['f_gen']}]), nf, np.int64)",
+             f"f_away = carray(as_pointer(d[{_D['f_away']}]), nf, np.int64)",
+             f"m_closed = carray(as_pointer(d[{_D['m_closed']}]), 3 * mcap, np.float64)"]
     body += [f"top = d[{_D['top']}]", f"base = d[{_D['base']}]", f"maxd = d[{_D['max_depth']}]",
              f"nodes = d[{_D['nodes']}]", f"budget = d[{_D['budget']}]",
              f"prune_level = d[{_D['prune_level']}] != 0", f"has_inc = d[{_D['has_incumbent']}] != 0",
@@ -197,9 +202,16 @@ def _descend_source(layout: NodeLayout, attributes: list, entries: dict, extras:
              "            r = 1",
              "    if r == 0:",
              "        closed[top] = 1",
+             "        if f_away[top] == 0:",                # the estimate's closed-subtree sizes
+             "            size = nodes - f_at[top] + 1.0",
+             "            oc = 3 * (base + top)",
+             "            m_closed[oc] += 1.0",
+             "            m_closed[oc + 1] += size",
+             "            m_closed[oc + 2] += size * size",
              "        top -= 1",
              *_backtrack("base + top + 1", "        "),
              "        continue",
+             "    f_gen[top] += 1",
              "    c = top + 1",
              "    a = base + c",
              "    src = as_pointer(fr[c * 5])",
@@ -256,6 +268,8 @@ def _descend_source(layout: NodeLayout, attributes: list, entries: dict, extras:
              "            fr[oc + 3] = n",
              "            fr[oc + 4] = 0",
              "            closed[c] = 0",
+             "            f_at[c] = nodes",
+             "            f_gen[c] = 0",
              "            top = c",
              "        else:",
              *_backtrack("a", "            "),

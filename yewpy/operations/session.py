@@ -22,7 +22,7 @@ from yewpy.errors import UsageError
 from yewpy.operations import checkpoint as ckpt
 from yewpy.operations.atomic import check_writable
 from yewpy.operations.profile import Profile
-from yewpy.operations.treesize import EMPTY, Row, Sampler, TreeSize
+from yewpy.operations.treesize import EMPTY, NOTHING_LEFT, Left, Row, Sampler, TreeSize
 from yewpy.operations.walltime import job_end, readable, verdict
 from yewpy.result import FINISHED
 from yewpy.runtime.parts import KIND_NAMES, counters_of, merge_parts, summary
@@ -212,33 +212,42 @@ class Session:
     def progress_due(self, now: float) -> bool:
         return now >= self.next_progress
 
-    def sample(self, engine: Engine, now: float) -> Row:
-        """This rank's side probes, topped up to their share of the time so far."""
+    def sample(self, engine: Engine, pool: Any, now: float) -> tuple[Row, Left]:
+        """This rank's two estimates: the recursive one of its open work (from what it has
+        searched), and its side probes, topped up to their share of the time so far."""
         if self.make_sampler is not None:
             self.sampler, self.make_sampler = self.make_sampler(), None
         if self.sampler is None:
-            return EMPTY
+            return EMPTY, NOTHING_LEFT
+        left = self.sampler.left(engine, pool, now - self.start)
         self.sampler.sample(engine.incumbent, now - self.start)
-        return self.sampler.row()
+        return self.sampler.row(), left
 
     def print_progress(self, now: float, nodes: int, incumbent: Any, steals: int, idle: int,
-                       row: Row = EMPTY) -> None:
+                       row: Row = EMPTY, open_work: Left | None = NOTHING_LEFT) -> None:
         """One line on stderr: elapsed, nodes, rate since the last line, incumbent, steals, idle
-        ranks, and the estimate of the tree and of the time left (a JSON object with --json)."""
+        ranks, and the estimate of the tree and of the time left (a JSON object with --json).
+        ``open_work``: every rank's, summed; None while some rank has not reported yet (the
+        estimate is then Knuth's alone)."""
         nodes += self.prior["nodes"] if self.prior is not None else 0
         then, before = self.last_progress
         rate = (nodes - before) / max(now - then, 1e-9)
         self.last_progress = (now, nodes)
         self.next_progress = now + (self.progress_every or float("inf"))
-        size = TreeSize.of(row)
+        probed = TreeSize.of(row)
+        recursive = TreeSize.recursive(nodes, open_work) if probed is not None and open_work is not None else None
+        size = recursive.combined(probed, nodes) if recursive is not None else probed
         left = size.left(nodes, rate) if size is not None else None
         wall = self.job_end - time.time() if self.job_end is not None else None
         if self.progress_json:
             record: dict[str, Any] = {
                 "seconds": now - self.start, "nodes": nodes, "rate": rate, self.bound_key: incumbent,
                 "steals": steals, "idle_ranks": idle, "ranks": self.size}
-            if size is not None:
+            if size is not None and probed is not None:
                 record["estimate"] = {**size.to_dict(nodes), "seconds_left": left}
+                record["estimate_knuth"] = probed.to_dict(nodes)
+            if recursive is not None:
+                record["estimate_recursive"] = recursive.to_dict(nodes)
             if wall is not None:
                 record["walltime"] = {"seconds_left": wall, "verdict": verdict(left, wall)}
             text = json.dumps({"progress": record})
@@ -267,7 +276,7 @@ class Session:
             return False
         now = time.perf_counter()
         if self.progress_due(now):
-            self.print_progress(now, engine.nodes, engine.incumbent, 0, 0, self.sample(engine, now))
+            self.print_progress(now, engine.nodes, engine.incumbent, 0, 0, *self.sample(engine, pool, now))
         if self.checkpoint_due(now):
             self.write_checkpoint([self.snapshot(engine, pool)], "running")
         return True

@@ -25,6 +25,14 @@ SPREAD = 2.0
 #: (probes, sum of estimates, sum of their squares, the incumbent they pruned against or None)
 Row = tuple[int, float, float, Any]
 EMPTY: Row = (0, 0.0, 0.0, None)
+#: (estimated nodes left, its variance, the incumbent the counts pruned against) of the open work
+#: of one rank, or of many summed: the recursive estimator over the engine's stack plus the pool
+Left = tuple[float, float, Any]
+NOTHING_LEFT: Left = (0.0, 0.0, None)
+#: Knuth probes for the tasks of a pool depth where no subtree has closed yet
+POOL_PROBES = 16
+#: Knuth probes needed before their estimate is combined with the recursive one
+TRUSTED_PROBES = 30
 
 
 def merge_rows(a: Row, b: Row, sign: float) -> Row:
@@ -40,15 +48,22 @@ def merge_rows(a: Row, b: Row, sign: float) -> Row:
 
 @dataclass(frozen=True)
 class TreeSize:
-    """An estimate of a tree's node count: the mean of ``probes`` Knuth estimates, with a range of
-    ``SPREAD`` standard errors. ``under``: the incumbent the probes pruned against (None: no
-    pruning). On heavy-tailed trees (near-critical binomial ones) the standard error itself is
+    """An estimate of a tree's node count, with a range of ``SPREAD`` standard errors: the mean of
+    ``probes`` Knuth estimates, or the nodes searched plus the recursive estimate of the open work
+    (``probes`` 0). ``under``: the incumbent the estimate pruned against (None: no pruning). On
+    heavy-tailed trees (near-critical binomial ones) Knuth's standard error is itself
     underestimated; see docs/estimates.md."""
 
     probes: int
     nodes: float
     stderr: float
     under: Any = None
+    estimator: str = "knuth-1975"
+
+    @classmethod
+    def recursive(cls, done: int, left: Left) -> TreeSize:
+        """The ``done`` nodes searched plus the estimated open work (``Sampler.left``, summed)."""
+        return cls(0, done + left[0], math.sqrt(left[1]), left[2], "kilby-2006-recursive")
 
     @classmethod
     def of(cls, row: Row) -> TreeSize | None:
@@ -58,6 +73,18 @@ class TreeSize:
         mean = total / probes
         var = max(total_sq / probes - mean * mean, 0.0)
         return cls(probes, mean, math.sqrt(var / probes), under)
+
+    def combined(self, probed: TreeSize | None, done: int) -> TreeSize:
+        """This recursive estimate and Knuth's ``probed`` one, weighted by the inverse of their
+        variances; Knuth's only counts with ``TRUSTED_PROBES`` probes or more, and only while the
+        nodes searched lie inside its range (on heavy-tailed trees its variance is too small)."""
+        if probed is None or probed.probes < TRUSTED_PROBES or not probed.consistent(done):
+            return self
+        tiny = (1e-9 * max(self.nodes, 1.0)) ** 2
+        w_rec, w_probe = 1.0 / (self.stderr ** 2 + tiny), 1.0 / (probed.stderr ** 2 + tiny)
+        nodes = (w_rec * self.nodes + w_probe * probed.nodes) / (w_rec + w_probe)
+        return TreeSize(probed.probes, nodes, math.sqrt(1.0 / (w_rec + w_probe)), self.under,
+                        "kilby-2006-recursive+knuth-1975")
 
     def at_least(self, done: int) -> float:
         """The estimate, never below the ``done`` nodes already searched."""
@@ -83,7 +110,83 @@ class TreeSize:
     def to_dict(self, done: int = 0) -> dict:
         low, high = self.range(done)
         return {"nodes": self.at_least(done), "low": low, "high": high, "probes": self.probes,
-                "consistent": self.consistent(done), "estimator": "knuth-1975", "under_incumbent": self.under}
+                "consistent": self.consistent(done), "estimator": self.estimator,
+                "under_incumbent": self.under}
+
+
+def merge_left(a: Left, b: Left, sign: float) -> Left:
+    """Two ranks' open work as one; labelled with the better incumbent of the two."""
+    under = a[2] if b[2] is None or (a[2] is not None and sign * a[2] >= sign * b[2]) else b[2]
+    return (a[0] + b[0], a[1] + b[1], under)
+
+
+def _closed_at(closed: list, depth: int) -> tuple[float, float, float]:
+    """(count, mean, variance) of the subtrees closed at ``depth`` (zeros where none has)."""
+    if depth >= len(closed) or closed[depth][0] == 0:
+        return 0.0, 0.0, 0.0
+    n, total, total_sq = closed[depth]
+    mean = total / n
+    return n, mean, max(total_sq / n - mean * mean, 0.0)
+
+
+def closed_enough(closed: list, depth: int) -> bool:
+    """True when enough subtrees have closed at ``depth`` for their variance to mean something."""
+    return depth < len(closed) and closed[depth][0] >= 2
+
+
+def stack_left(frames: list, closed: list, count: Any, probe: Any) -> tuple[float, float]:
+    """The open work on an engine's stack, estimated from what it has searched: the recursive
+    estimator of Kilby, Slaney, Thiebaux and Walsh ("Estimating search tree size", AAAI 2006),
+    with Chen's strata ("Heuristic sampling", SIAM J. Comput. 21, 1992) by depth. Each frame's
+    children not yet generated are as big as the mean subtree closed at their depth; where none
+    has closed, as the mean of the frame's own children searched so far; where there are none, as
+    Knuth probes from the frame say. The open
+    child is its own frame, so the estimate is a sum over the frames and stays finite on stacks
+    thousands of frames deep, where products of branching factors overflow.
+
+    ``frames`` and ``closed`` are ``Engine.frontier()``; ``count(f)`` is the number of children
+    the engine generates at frame f, ``probe(f)`` the mean of Knuth probes of its subtree.
+    Returns (nodes left, variance)."""
+    left = var = 0.0
+    for f, (depth, _, explored, generated, away, exhausted) in enumerate(frames):
+        if exhausted:
+            continue
+        unexplored = count(f) - generated
+        if unexplored <= 0:
+            continue
+        n, mean, v = _closed_at(closed, depth + 1)
+        if n == 0:
+            open_child = frames[f + 1][2] if f + 1 < len(frames) else 0
+            searched = generated - away - (1 if open_child else 0)
+            if searched > 0:
+                n, mean = searched, (explored - 1 - away - open_child) / searched
+            else:
+                n, mean = POOL_PROBES, (probe(f) - 1.0) / (unexplored + generated)
+        if not closed_enough(closed, depth + 1):
+            v = mean * mean                 # a geometric guess until subtrees have closed there
+        left += unexplored * mean
+        var += unexplored * v + unexplored * unexplored * v / n
+    return left, var
+
+
+def pool_left(tasks: list, closed: list, probe: Any) -> tuple[float, float]:
+    """The tasks waiting in a pool: each as big as the mean subtree closed at its depth, or, at a
+    depth where none has closed, the mean of Knuth probes from one of them (``probe(node,
+    depth)``). A task's own node is already counted. Returns (nodes left, variance)."""
+    by_depth: dict[int, list] = {}
+    for depth, node in tasks:
+        by_depth.setdefault(depth, []).append(node)
+    left = var = 0.0
+    for depth, nodes in by_depth.items():
+        k = len(nodes)
+        n, mean, v = _closed_at(closed, depth)
+        if n == 0:
+            n, mean = POOL_PROBES, probe(nodes[k // 2], depth)
+        if not closed_enough(closed, depth):
+            v = mean * mean
+        left += k * (mean - 1.0)
+        var += k * v + k * k * v / n
+    return left, var
 
 
 class Sampler:
@@ -95,6 +198,8 @@ class Sampler:
                              seed=seed)
         self.under: Any = None
         self.spent = 0.0
+        self.counts: dict = {}              # an open frame's child count, while it stays open
+        self.last: tuple | None = None      # (nodes searched, left, variance, incumbent) last time
 
     def sample(self, incumbent: Any, elapsed: float) -> None:
         """Probe until probing has taken ``PROBE_SHARE`` of ``elapsed`` (at least one probe)."""
@@ -109,6 +214,40 @@ class Sampler:
         started = time.perf_counter()
         self.prober.run(seconds, incumbent)
         self.spent += time.perf_counter() - started
+
+    def left(self, engine: Any, pool: Any, elapsed: float) -> Left:
+        """The estimated nodes left in this rank's open work (stack and pool), from the part of the
+        tree it has searched. It shares the probes' time: once that is spent, the last estimate
+        less the nodes searched since stands in."""
+        if self.spent > PROBE_SHARE * elapsed and self.last is not None:
+            nodes, left, var, under = self.last
+            return (max(left - (engine.nodes - nodes), 0.0), var, under)
+        started = time.perf_counter()
+        incumbent = engine.incumbent
+        prober = self.prober
+        frames, closed = engine.frontier()
+        known, self.counts = self.counts, {}
+
+        def count(f: int) -> int:
+            depth, opened = frames[f][:2]
+            key = (depth, opened, incumbent)            # names the frame while it stays open
+            found = known.get(key)
+            if found is None:
+                found = prober.count(engine.frame_node(f), depth, incumbent)
+            self.counts[key] = found
+            return found
+
+        def probe(f: int) -> float:
+            return prober.mean_from(engine.frame_node(f), frames[f][0], POOL_PROBES, incumbent)
+
+        def probe_task(node: Any, depth: int) -> float:
+            return prober.mean_from(node, depth, POOL_PROBES, incumbent)
+
+        stack, stack_var = stack_left(frames, closed, count, probe)
+        tasks, tasks_var = pool_left(pool.tasks() if pool is not None else [], closed, probe_task)
+        self.spent += time.perf_counter() - started
+        self.last = (engine.nodes, stack + tasks, stack_var + tasks_var, incumbent)
+        return self.last[1:]
 
     def row(self) -> Row:
         p = self.prober

@@ -219,7 +219,7 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
         if self.stop_reason is not None:
             return
         if now >= self.next_report:
-            self.report(engine, now, busy)
+            self.report(engine, pool, now, busy)
         if self.rank == 0 and self.epoch is None and session.checkpoint_due(now):
             self.begin_checkpoint()
         if self.epoch is not None:
