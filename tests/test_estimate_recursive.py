@@ -10,10 +10,10 @@ import random
 import statistics
 
 import pytest
+from test_estimate import Complete
 
 import yewpy
 from support import ShapeTree
-from test_estimate import Complete
 from yewpy._engine import Engine
 from yewpy.operations.treesize import Sampler, merge_left
 from yewpy.search import core_of

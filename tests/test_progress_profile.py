@@ -124,7 +124,8 @@ def test_a_top_k_search_calls_its_bound_the_top_k_bar():
     assert bars == sorted(bars, reverse=True)           # a minimisation's bar only falls
 
 
-@pytest.mark.parametrize("skeleton", [["--skeleton", "stacksteal"], ["--skeleton", "depthbounded", "-d", "2"]])
+@pytest.mark.parametrize("skeleton", [["--skeleton", "stacksteal"],
+                                      ["--skeleton", "depthbounded", "-d", "2"]])
 def test_the_recursive_estimate_sums_every_ranks_open_work(skeleton):
     """Two ranks: once both have reported, lines carry the estimate from the searched part, with
     each rank's stack and pool counted (a rank left out would halve it)."""

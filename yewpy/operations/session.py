@@ -235,7 +235,7 @@ class Session:
         self.last_progress = (now, nodes)
         self.next_progress = now + (self.progress_every or float("inf"))
         probed = TreeSize.of(row)
-        recursive = TreeSize.recursive(nodes, open_work) if probed is not None and open_work is not None else None
+        recursive = None if probed is None or open_work is None else TreeSize.recursive(nodes, open_work)
         size = recursive.combined(probed, nodes) if recursive is not None else probed
         left = size.left(nodes, rate) if size is not None else None
         wall = self.job_end - time.time() if self.job_end is not None else None
