@@ -1,9 +1,10 @@
-"""Tree-size estimates: Knuth's path sampling (``yewpy._probe``) summed over probes and ranks.
+"""Tree-size estimates: Knuth's path sampling (``yewpy._probe``) summed over probes and ranks,
+and the recursive estimate of the open work from the part of the tree already searched.
 
-A run's progress carries one (``Sampler``: each rank probes a copy of its core for a small share
-of the time), and ``yewpy.estimate`` makes one before a run. For an optimisation the probes prune
-against the incumbent of the moment, so the estimate is of the tree under that incumbent, and
-it starts again when the incumbent improves.
+A run's progress carries both, combined (``Sampler``: each rank probes a copy of its core and
+estimates its stack and pool for a small share of the time); ``yewpy.estimate`` makes Knuth's
+before a run. For an optimisation both prune against the incumbent of the moment, so the
+estimate is of the tree under that incumbent; the probes start again when it improves.
 """
 
 from __future__ import annotations
@@ -140,9 +141,9 @@ def stack_left(frames: list, closed: list, count: Any, probe: Any) -> tuple[floa
     with Chen's strata ("Heuristic sampling", SIAM J. Comput. 21, 1992) by depth. Each frame's
     children not yet generated are as big as the mean subtree closed at their depth; where none
     has closed, as the mean of the frame's own children searched so far; where there are none, as
-    Knuth probes from the frame say. The open
-    child is its own frame, so the estimate is a sum over the frames and stays finite on stacks
-    thousands of frames deep, where products of branching factors overflow.
+    Knuth probes from the frame say. The open child is its own frame, so the estimate is a sum
+    over the frames and stays finite on stacks thousands of frames deep, where products of
+    branching factors overflow.
 
     ``frames`` and ``closed`` are ``Engine.frontier()``; ``count(f)`` is the number of children
     the engine generates at frame f, ``probe(f)`` the mean of Knuth probes of its subtree.
