@@ -32,7 +32,7 @@ class ListPool:
 def estimates(problem, slice_nodes: int, spawn_depth: int = -1) -> tuple[int, list]:
     """Search ``problem`` in slices on one engine, like the seq and depth-bounded coordinations,
     and estimate after each: (final node count, [(nodes searched, estimate, variance), ...])."""
-    engine = Engine(core_of(problem), spawn_depth=spawn_depth)
+    engine = Engine(core_of(problem), spawn_depth=spawn_depth, tracking=True)
     sampler = Sampler(core_of(copy.deepcopy(problem)), {}, seed=1)
     pool = ListPool()
     engine.start_root()

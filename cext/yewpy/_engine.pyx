@@ -182,11 +182,13 @@ cdef class Engine:
     cdef long long* f_gen
     cdef long long* f_away
     cdef double* m_closed
+    cdef readonly bint tracking             # keep that bookkeeping (progress estimates are on)
 
     def __init__(self, Core core, max_depth=None, int spawn_depth=-1, bint prune_level=False,
                  long long backtrack_budget=0, target=None, initial_bound=None,
-                 node_limit=None, deadline=None, ranking=None):
+                 node_limit=None, deadline=None, ranking=None, bint tracking=False):
         self.core = core
+        self.tracking = tracking
         self.kind = core.kind
         self.top = -1
         self.max_depth = 2147483647 if max_depth is None else max_depth
@@ -331,6 +333,8 @@ cdef class Engine:
     cdef inline void _opened(self, int c) noexcept:
         """Frame c's generator was just opened; its node is the last one accounted."""
         self.closed[c] = 0
+        if not self.tracking:
+            return
         self.f_at[c] = self.nodes
         self.f_gen[c] = 0
         self.f_away[c] = 0
@@ -338,7 +342,7 @@ cdef class Engine:
     cdef inline void _close(self, int top) noexcept:
         """Frame top's subtree is explored: record its size at its depth, unless some of it left
         as tasks (then this is not the subtree's size)."""
-        if self.f_away[top]:
+        if not self.tracking or self.f_away[top]:
             return
         cdef double size = self.nodes - self.f_at[top] + 1
         cdef double* at = self.m_closed + 3 * (self.base_depth + top)
@@ -438,7 +442,8 @@ cdef class Engine:
                 if self._backtrack(self.base_depth + top):
                     return BUDGET
                 continue
-            self.f_gen[top] += 1
+            if self.tracking:
+                self.f_gen[top] += 1
             c = top + 1
             a = self.base_depth + c
             outcome = self._visit(c, a)
@@ -448,7 +453,8 @@ cdef class Engine:
                     if a <= self.spawn_depth:
                         self.spawned.append((a, core.dump(c)))
                         self.m_spawns[a] += 1
-                        self.f_away[top] += 1
+                        if self.tracking:
+                            self.f_away[top] += 1
                     else:
                         core.open(c)
                         self._opened(c)
