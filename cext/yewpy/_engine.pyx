@@ -250,34 +250,28 @@ cdef class Engine:
             raise MemoryError()
         memset(closed + self.capacity, 1, cap - self.capacity)
         self.closed = closed
-        self.f_at = self._grow_frames(self.f_at, cap)
-        self.f_gen = self._grow_frames(self.f_gen, cap)
-        self.f_away = self._grow_frames(self.f_away, cap)
+        self.f_at = self._grow(self.f_at, self.capacity, cap)
+        self.f_gen = self._grow(self.f_gen, self.capacity, cap)
+        self.f_away = self._grow(self.f_away, self.capacity, cap)
         self.capacity = cap
         return 0
 
-    cdef long long* _grow_frames(self, long long* arr, int cap) except NULL:
+    cdef long long* _grow(self, long long* arr, int old, int cap) except NULL:
+        """``arr`` (``old`` counts) grown to ``cap`` counts, the new ones zero."""
         cdef long long* out = <long long*>realloc(arr, cap * sizeof(long long))
         if out is NULL:
             raise MemoryError()
-        memset(out + self.capacity, 0, (cap - self.capacity) * sizeof(long long))
-        return out
-
-    cdef long long* _grow(self, long long* arr, int cap) except NULL:
-        cdef long long* out = <long long*>realloc(arr, cap * sizeof(long long))
-        if out is NULL:
-            raise MemoryError()
-        memset(out + self.m_cap, 0, (cap - self.m_cap) * sizeof(long long))
+        memset(out + old, 0, (cap - old) * sizeof(long long))
         return out
 
     cdef int _grow_metrics(self, int depth) except -1:
         if depth < self.m_cap:
             return 0
         cdef int cap = max(depth + 1, 2 * self.m_cap)
-        self.m_nodes = self._grow(self.m_nodes, cap)
-        self.m_backtracks = self._grow(self.m_backtracks, cap)
-        self.m_prunes = self._grow(self.m_prunes, cap)
-        self.m_spawns = self._grow(self.m_spawns, cap)
+        self.m_nodes = self._grow(self.m_nodes, self.m_cap, cap)
+        self.m_backtracks = self._grow(self.m_backtracks, self.m_cap, cap)
+        self.m_prunes = self._grow(self.m_prunes, self.m_cap, cap)
+        self.m_spawns = self._grow(self.m_spawns, self.m_cap, cap)
         cdef double* closed = <double*>realloc(self.m_closed, 3 * cap * sizeof(double))
         if closed is NULL:
             raise MemoryError()

@@ -238,14 +238,14 @@ class Sampler:
             self.counts[key] = found
             return found
 
-        def probe(f: int) -> float:
-            return prober.mean_from(engine.frame_node(f), frames[f][0], POOL_PROBES, incumbent)
-
-        def probe_task(node: Any, depth: int) -> float:
+        def probe(node: Any, depth: int) -> float:
             return prober.mean_from(node, depth, POOL_PROBES, incumbent)
 
-        stack, stack_var = stack_left(frames, closed, count, probe)
-        tasks, tasks_var = pool_left(pool.tasks() if pool is not None else [], closed, probe_task)
+        def probe_frame(f: int) -> float:
+            return probe(engine.frame_node(f), frames[f][0])
+
+        stack, stack_var = stack_left(frames, closed, count, probe_frame)
+        tasks, tasks_var = pool_left(pool.tasks() if pool is not None else [], closed, probe)
         self.spent += time.perf_counter() - started
         self.last = (engine.nodes, stack + tasks, stack_var + tasks_var, incumbent)
         return self.last[1:]
