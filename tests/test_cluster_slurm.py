@@ -109,3 +109,19 @@ def test_the_wall_time_sigterm_writes_a_checkpoint_that_the_resubmitted_job_fini
     second, status = sbatch(env, tmp_path, "--ntasks=2", *args, timeout=600)
     answer = result(tmp_path / f"yewpy-{second}.out")
     assert status == 0 and (answer["value"], answer["status"]) == (95815104, "exhausted")
+
+
+def test_progress_under_a_job_time_limit_says_whether_the_search_will_finish(cluster, tmp_path):
+    """The job's end comes from Slurm itself (SLURM_JOB_END_TIME or squeue): a one-minute job says
+    a three-second search will finish and an hour-long one, cut at four seconds, will not."""
+    short, status = sbatch(cluster, tmp_path, "--ntasks=2", "--time=1", str(SLURM / "one-node.sbatch"),
+                           "nqueens", "15", "--skeleton", "stacksteal", "--progress-every", "0.5")
+    log = (tmp_path / f"yewpy-{short}.out").read_text()
+    verdicts = [line.rpartition(": ")[2] for line in log.splitlines() if "wall time" in line]
+    assert status == 0 and verdicts and verdicts[-1] == "expected to finish", log[-2000:]
+    long, status = sbatch(cluster, tmp_path, "--ntasks=2", "--time=1", str(SLURM / "one-node.sbatch"),
+                          "nqueens", "18", "--skeleton", "stacksteal", "--progress-every", "1",
+                          "--time-limit", "4")
+    log = (tmp_path / f"yewpy-{long}.out").read_text()
+    verdicts = [line.rpartition(": ")[2] for line in log.splitlines() if "wall time" in line]
+    assert status == 0 and verdicts and verdicts[-1] == "not expected to finish", log[-2000:]

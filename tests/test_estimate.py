@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 import yewpy
-from support import ShapeTree, yewpy_cmd
+from support import ShapeTree, run_ranks, yewpy_cmd
 from yewpy._probe import Prober
 from yewpy.operations.treesize import TreeSize, merge_rows
 from yewpy.search import core_of
@@ -133,6 +133,9 @@ def test_estimate_before_a_run_counts_time_and_ranks():
     one = report["seconds_one_rank"]
     assert one == pytest.approx(report["nodes"] / report["rate_per_rank"])
     assert report["ranks_for_walltime"] == max(1, math.ceil(one / (0.5 * report["efficiency_assumed"])))
+    recursive, knuth = report["estimate_recursive"], report["estimate_knuth"]
+    assert report["estimator"] == "kilby-2006-recursive+knuth-1975" and knuth["probes"] == report["probes"]
+    assert 0.5 * truth < recursive["nodes"] < 2 * truth and recursive["probes"] == 0
     small = yewpy.estimate(NQueens(8), seconds=1.0)
     assert small["exact"] and small["nodes"] == yewpy.search(NQueens(8)).nodes
 
@@ -147,6 +150,19 @@ def test_the_estimate_flag_prints_the_estimate_and_its_json():
     assert out.stdout.startswith("estimated nodes = ") and "ranks for a wall time of 2 s = " in out.stdout
     data = json.loads(_cli("uts", "--tree", "T1L", "--estimate", "1", "--json").stdout)
     assert 0.5 * 102_181_082 < data["metrics"]["estimate"]["nodes"] < 2 * 102_181_082
+
+
+@pytest.mark.parametrize("skeleton", ["stacksteal", "depthbounded"])
+def test_the_estimate_before_a_run_sums_every_ranks_open_work(skeleton):
+    """On two ranks each rank estimates what its short search left open; the sum, plus the nodes
+    searched, is the recursive estimate (n-queens 15: 171,000,000 nodes)."""
+    out = run_ranks(2, [*yewpy_cmd(), "nqueens", "15", "--skeleton", skeleton, "--estimate", "1", "--json"])
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    report = data["metrics"]["estimate"]
+    assert data["ranks"] == 2 and "open_work" not in data["metrics"] and not report["exact"]
+    assert data["nodes"] < report["estimate_recursive"]["nodes"]
+    assert 0.5 * 171_000_000 < report["estimate_recursive"]["nodes"] < 2 * 171_000_000
 
 
 @pytest.mark.parametrize("args, message", [

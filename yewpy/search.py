@@ -65,6 +65,21 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
         return _estimate(problem, coordination, estimate, walltime, comm,
                          dict(target=target, initial_bound=initial_bound, initial_solution=initial_solution,
                               prune_level=prune_level, max_depth=max_depth, **coordination_params))
+    return _search(problem, coordination, target=target, initial_bound=initial_bound,
+                   initial_solution=initial_solution, prune_level=prune_level, max_depth=max_depth,
+                   time_limit=time_limit, node_limit=node_limit, comm=comm, checkpoint=checkpoint,
+                   checkpoint_every=checkpoint_every, resume=resume, progress=progress, profile=profile,
+                   progress_json=progress_json, **coordination_params)
+
+
+def _search(problem: Any, coordination: Any, *, target: Any, initial_bound: Any, initial_solution: Any,
+            prune_level: bool | None, max_depth: int | None, time_limit: float | None,
+            node_limit: int | None, comm: Any, checkpoint: str | None = None,
+            checkpoint_every: float | None = None, resume: str | None = None, progress: float | None = None,
+            profile: str | None = None, progress_json: bool = False, open_work_at_end: bool = False,
+            **coordination_params: Any) -> Result:
+    """``search`` without ``estimate``; ``open_work_at_end``: a search stopped early estimates its
+    open work from what it searched (``metrics["open_work"]``)."""
     start = time.perf_counter()
     comm = world() if comm is None else comm
     rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
@@ -87,7 +102,8 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
         session = Session(problem, core, options, start, rank=rank, size=size, checkpoint=checkpoint,
                           checkpoint_every=checkpoint_every, resume=resume, progress=progress,
                           profile=profile, progress_json=progress_json,
-                          sampler=(lambda: _sampler(problem, options, rank)) if progress else None)
+                          sampler=(lambda: _sampler(problem, options, rank)) if progress or open_work_at_end
+                          else None, open_work_at_end=open_work_at_end)
         failure = None
     except Exception as exc:
         if size == 1:
@@ -130,15 +146,18 @@ EFFICIENCY = 0.9
 
 def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float | None, comm: Any,
               params: dict) -> Result:
-    """``search(estimate=seconds)``: a short search for the node rate, then Knuth's probes."""
+    """``search(estimate=seconds)``: a short search for the node rate and the recursive estimate of
+    what it left open, then Knuth's probes; the two combined as in progress lines."""
     if not (math.isfinite(seconds) and seconds > 0):
         raise UsageError(f"estimate must be a positive number of seconds, got {seconds}")
     if walltime is not None and not (math.isfinite(walltime) and walltime > 0):
         raise UsageError(f"walltime must be a positive number of seconds, got {walltime}")
-    result = search(problem, coordination, time_limit=seconds / 2, comm=comm, **params)
+    result = _search(problem, coordination, time_limit=seconds / 2, node_limit=None, comm=comm,
+                     open_work_at_end=True, **params)
     comm = world() if comm is None else comm
     rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
     rate = result.nodes / max(result.seconds, 1e-9) / size         # per rank
+    estimators: dict = {}
     if result.status in FINISHED:               # the whole tree fitted in the time: exact
         tree = TreeSize(0, float(result.nodes), 0.0)
         exact = True
@@ -153,14 +172,23 @@ def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float |
         merged = EMPTY
         for other in rows:
             merged = merge_rows(merged, other, core.sign)
-        tree = TreeSize.of(merged) or TreeSize(0, float(result.nodes), 0.0)
+        probed = TreeSize.of(merged)
+        open_work = result.metrics.pop("open_work", None)
+        recursive = TreeSize.recursive(result.nodes, open_work) if open_work is not None else None
+        if recursive is not None:
+            tree = recursive.combined(probed, result.nodes)
+            estimators = {"estimate_recursive": recursive.to_dict(result.nodes),
+                          "estimate_knuth": probed.to_dict(result.nodes) if probed is not None else None}
+        else:
+            tree = probed or TreeSize(0, float(result.nodes), 0.0)
         exact = False
     low, high = tree.range(result.nodes)
     one_rank = [n / rate for n in (tree.at_least(result.nodes), low, high)] if rate > 0 else None
     report = {**tree.to_dict(result.nodes), "exact": exact, "sampled_seconds": seconds,
               "rate_per_rank": rate, "ranks_measured": size,
               "seconds_one_rank": one_rank[0] if one_rank else None,
-              "seconds_one_rank_range": one_rank[1:] if one_rank else None, "efficiency_assumed": EFFICIENCY}
+              "seconds_one_rank_range": one_rank[1:] if one_rank else None, "efficiency_assumed": EFFICIENCY,
+              **estimators}
     if walltime is not None and one_rank is not None:
         report["walltime"] = walltime
         report["ranks_for_walltime"], *low_high = [max(1, math.ceil(t / (walltime * EFFICIENCY)))
@@ -172,8 +200,9 @@ def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float |
 
 def estimate(problem: Any, seconds: float = 10.0, coordination: Any = "seq", *,
              walltime: float | None = None, **params: Any) -> dict:
-    """Estimate ``problem``'s tree before searching it, in about ``seconds``: the node count (Knuth's
-    path sampling, with a range of two standard errors), the time on one rank at the node rate a
+    """Estimate ``problem``'s tree before searching it, in about ``seconds``: the node count (the
+    recursive estimate of what a short search left open, combined with Knuth's path sampling as in
+    progress lines, with a range of two standard errors), the time on one rank at the node rate a
     short search measured, and, given ``walltime`` (seconds), the ranks that finish within it at
     ``EFFICIENCY``. For an optimisation, the tree under the incumbent the short search found."""
     return search(problem, coordination, estimate=seconds, walltime=walltime, **params).metrics["estimate"]

@@ -590,6 +590,7 @@ cdef class Engine:
         d.f_gen = self.f_gen
         d.f_away = self.f_away
         d.m_closed = self.m_closed
+        d.tracking = self.tracking
 
     # -- giving work away ------------------------------------------------------------------
 

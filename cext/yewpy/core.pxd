@@ -34,6 +34,7 @@ cdef struct Descent:
     long long* f_gen            # per frame: its children generated so far
     long long* f_away           # per frame: its children that left as tasks (split off)
     double* m_closed            # per depth: count, sum, sum of squares of closed subtrees' sizes
+    int64_t tracking            # keep f_at, f_gen, f_away and m_closed (progress estimates are on)
 
 
 # What Core.descend returns; the engine finishes what each asks and calls it again.

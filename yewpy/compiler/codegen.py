@@ -140,7 +140,7 @@ def _emit_source(layout: NodeLayout, entries: dict, extras: list, args: str, sep
 _D = {name: k for k, name in enumerate(
     "top base max_depth frames metric_depths nodes budget accounted prune_level has_incumbent "
     "backtrack_budget since_budget event inc target closed m_nodes m_backtracks m_prunes f_at f_gen "
-    "f_away m_closed".split())}
+    "f_away m_closed tracking".split())}
 _STATUS = {"DONE": 0, "LIMIT": 1, "BUDGET": 2, "FOUND": 3, "INCUMBENT": 4, "OPEN": 5, "FRAMES": 6,
            "METRICS": 7}
 
@@ -167,7 +167,8 @@ def _descend_source(layout: NodeLayout, attributes: list, entries: dict, extras:
              f"nf = d[{_D['frames']}]",
              "fr = carray(frames, nf * 5, np.int64)",
              f"closed = carray(as_pointer(d[{_D['closed']}]), nf, np.uint8)",
-             f"mcap = d[{_D['metric_depths']}]"]
+             f"mcap = d[{_D['metric_depths']}]",
+             f"tracking = d[{_D['tracking']}] != 0"]
     body += [f"m_{m} = carray(as_pointer(d[{_D['m_' + m]}]), mcap, np.int64)"
              for m in ("nodes", "backtracks", "prunes")]
     body += [f"f_at = carray(as_pointer(d[{_D['f_at']}]), nf, np.int64)",
@@ -202,7 +203,7 @@ def _descend_source(layout: NodeLayout, attributes: list, entries: dict, extras:
              "            r = 1",
              "    if r == 0:",
              "        closed[top] = 1",
-             "        if f_away[top] == 0:",                # the estimate's closed-subtree sizes
+             "        if tracking and f_away[top] == 0:",   # the estimate's closed-subtree sizes
              "            size = nodes - f_at[top] + 1.0",
              "            oc = 3 * (base + top)",
              "            m_closed[oc] += 1.0",
@@ -211,7 +212,8 @@ def _descend_source(layout: NodeLayout, attributes: list, entries: dict, extras:
              "        top -= 1",
              *_backtrack("base + top + 1", "        "),
              "        continue",
-             "    f_gen[top] += 1",
+             "    if tracking:",
+             "        f_gen[top] += 1",
              "    c = top + 1",
              "    a = base + c",
              "    src = as_pointer(fr[c * 5])",
@@ -268,8 +270,10 @@ def _descend_source(layout: NodeLayout, attributes: list, entries: dict, extras:
              "            fr[oc + 3] = n",
              "            fr[oc + 4] = 0",
              "            closed[c] = 0",
-             "            f_at[c] = nodes",
-             "            f_gen[c] = 0",
+             "            if tracking:",
+             "                f_at[c] = nodes",
+             "                f_gen[c] = 0",
+             "                f_away[c] = 0",
              "            top = c",
              "        else:",
              *_backtrack("a", "            "),

@@ -22,7 +22,7 @@ from yewpy.errors import UsageError
 from yewpy.operations import checkpoint as ckpt
 from yewpy.operations.atomic import check_writable
 from yewpy.operations.profile import Profile
-from yewpy.operations.treesize import EMPTY, NOTHING_LEFT, Left, Row, Sampler, TreeSize
+from yewpy.operations.treesize import EMPTY, NOTHING_LEFT, Left, Row, Sampler, TreeSize, merge_left
 from yewpy.operations.walltime import job_end, readable, verdict
 from yewpy.result import FINISHED
 from yewpy.runtime.parts import KIND_NAMES, counters_of, merge_parts, summary
@@ -49,7 +49,7 @@ class Session:
                  size: int = 1, checkpoint: str | None = None, checkpoint_every: float | None = None,
                  resume: str | None = None, progress: float | None = None,
                  profile: str | None = None, progress_json: bool = False,
-                 sampler: Callable[[], Sampler | None] | None = None) -> None:
+                 sampler: Callable[[], Sampler | None] | None = None, open_work_at_end: bool = False) -> None:
         if checkpoint_every is not None and checkpoint is None:
             raise UsageError("checkpoint_every (--checkpoint-every) needs a checkpoint file (--checkpoint)")
         if checkpoint_every is not None and checkpoint_every <= 0:
@@ -65,6 +65,8 @@ class Session:
         # before it never pays for the copy of its core (a PlanSearch's takes a third of a second)
         self.make_sampler = sampler
         self.sampler: Sampler | None = None
+        # a stopped search reports its open work as estimated from what it searched (--estimate)
+        self.open_work_at_end = open_work_at_end
         self.job_end = job_end() if progress and rank == 0 else None
         self.profile = Profile(start) if profile else None
         self.kind = core.kind
@@ -89,6 +91,11 @@ class Session:
         if resume or (checkpoint and rank == 0):
             self.fingerprint = ckpt.fingerprint(problem, KIND_NAMES[core.kind], options.get("max_depth"),
                                                 options.get("target"))
+
+    @property
+    def tracking(self) -> bool:
+        """True when the engine must keep the bookkeeping that the recursive estimate reads."""
+        return self.progress_every is not None or self.open_work_at_end
 
     @property
     def watching(self) -> bool:
@@ -156,7 +163,17 @@ class Session:
         part["tasks"] = pool.tasks() if leftover else []
         if self.profile is not None:
             part["profile"] = self.profile.record()
+        if self.open_work_at_end and status not in ("done", "found"):
+            part["open_work"] = self.open_work(engine, pool)
         return part
+
+    def open_work(self, engine: Engine, pool: Any) -> Left:
+        """This rank's open work (stack and pool), estimated from the part it has searched."""
+        if self.make_sampler is not None:
+            self.sampler, self.make_sampler = self.make_sampler(), None
+        if self.sampler is None:
+            return NOTHING_LEFT
+        return self.sampler.left(engine, pool, time.perf_counter() - self.start)
 
     # -- checkpoints -----------------------------------------------------------------------
 
@@ -186,7 +203,13 @@ class Session:
             self.write_error = None
 
     def finish(self, parts: list, result: Any, coord: Any) -> None:
-        """Rank 0, at the end: the final checkpoint (complete, or with the work left) and the profile."""
+        """At the end: every rank's open work summed into ``metrics["open_work"]`` where it was
+        asked for; on rank 0, the final checkpoint (complete, or with the work left) and the profile."""
+        if any("open_work" in part for part in parts):
+            left = NOTHING_LEFT
+            for part in parts:
+                left = merge_left(left, part.get("open_work", NOTHING_LEFT), self.core.sign)
+            result.metrics["open_work"] = left
         if self.rank != 0:
             return
         if self.checkpoint_path is not None:
@@ -215,11 +238,9 @@ class Session:
     def sample(self, engine: Engine, pool: Any, now: float) -> tuple[Row, Left]:
         """This rank's two estimates: the recursive one of its open work (from what it has
         searched), and its side probes, topped up to their share of the time so far."""
-        if self.make_sampler is not None:
-            self.sampler, self.make_sampler = self.make_sampler(), None
+        left = self.open_work(engine, pool)
         if self.sampler is None:
             return EMPTY, NOTHING_LEFT
-        left = self.sampler.left(engine, pool, now - self.start)
         self.sampler.sample(engine.incumbent, now - self.start)
         return self.sampler.row(), left
 

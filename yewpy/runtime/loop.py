@@ -83,7 +83,7 @@ def run_search(problem: Any, core: Core, coord: Coordination, options: dict, tra
     transport.load(session)                     # every rank has joined once this returns; a bad
     begun = time.perf_counter()                 # checkpoint raises the same InputError on every rank
     with transport.guard():
-        engine = Engine(core, tracking=session.progress_every is not None, **options)
+        engine = Engine(core, tracking=session.tracking, **options)
         session.adopt(engine)
         pool = coord.make_pool()
         with session.signals():                 # until the final checkpoint is written: a second

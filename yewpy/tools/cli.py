@@ -121,8 +121,15 @@ def estimate_lines(report: dict) -> list[str]:
     """What ``--estimate`` prints."""
     under = report["under_incumbent"]
     what = "nodes" if under is None else f"nodes under incumbent {under:g}"
-    how = "exact: the whole tree was searched" if report["exact"] else \
-        f"Knuth's path sampling, {report['probes']:,} probes; range of two standard errors"
+    if report["exact"]:
+        how = "exact: the whole tree was searched"
+    elif report["estimator"] == "knuth-1975":
+        how = f"Knuth's path sampling, {report['probes']:,} probes; range of two standard errors"
+    elif report["probes"]:
+        how = (f"the short search's open work, estimated from what it searched, with {report['probes']:,} "
+               "Knuth probes; range of two standard errors")
+    else:
+        how = "the short search's open work, estimated from what it searched; range of two standard errors"
     lines = [f"estimated {what} = {report['nodes']:.4g} [{report['low']:.4g}, {report['high']:.4g}] ({how})"]
     if not report["consistent"]:
         lines.append("warning: the short search alone visited more nodes than the probes estimate: the tree "
