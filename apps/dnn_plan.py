@@ -26,6 +26,7 @@ from yewpy.apps.dnn.models import Model
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, describe, heads_not_divided
 from yewpy.apps.dnn.planner.adagrouper import ada_grouper, read_trace
 from yewpy.apps.dnn.planner.launch import LAUNCHERS, launch_lines, megatron_model_refusal, restrict
+from yewpy.apps.dnn.published import TP_COMM_OVERLAP, runs, summary
 from yewpy.apps.input_numbers import ascii_digits, parse_float
 from yewpy.errors import UsageError
 from yewpy.result import Result
@@ -151,6 +152,7 @@ def check_ranges(args: argparse.Namespace) -> None:
             ("--eta-h0", args.eta_h0, 0.0, math.inf, False),
             ("--pass-overhead", args.pass_overhead, 0.0, 1e6, False),
             ("--memory-fraction", args.memory_fraction, 0.0, 1.0, True),
+            ("--tp-overlap", args.tp_overlap, 0.0, 1.0, False),
             ("--grad-bytes", args.grad_bytes, 0.0, 64.0, False),
             ("--optimizer-bytes", args.optimizer_bytes, 0.0, 64.0, False)):
         if not (math.isfinite(value) and (value > low if open_low else value >= low) and value <= high):
@@ -214,6 +216,7 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
         max_tp=args.max_tp,
         max_cp=max_cp,
         memory_fraction=args.memory_fraction,
+        tp_overlap=args.tp_overlap,
         fix=fix,
         precision=precision,
     )
@@ -242,9 +245,12 @@ def network_levels(text: str) -> list[tuple[float, float]]:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="preset name, model/HF JSON file, or FILE.py:NAME")
-    parser.add_argument("--cluster", required=True, help="PRESET:NODESxGPUS[+...] or cluster JSON file")
-    parser.add_argument("--global-batch", type=int, required=True, help="sequences per iteration")
+    parser.add_argument("--model", help="preset name, model/HF JSON file, or FILE.py:NAME (required)")
+    parser.add_argument("--cluster", help="PRESET:NODESxGPUS[+...] or cluster JSON file (required)")
+    parser.add_argument("--global-batch", type=int, help="sequences per iteration (required)")
+    parser.add_argument("--validate", action="store_true",
+                        help="instead of planning, print the cost model's predictions against published "
+                             "training runs (docs/dnn.md, 'Checked against published runs')")
     parser.add_argument("--seq", type=int, default=None, help="sequence length (default: the model's)")
     parser.add_argument(
         "--fix",
@@ -282,6 +288,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="hidden width at which eta halves (eta * h / (h + H0); 0: flat eta)",
     )
     parser.add_argument("--memory-fraction", type=float, default=0.9, help="usable share of GPU memory")
+    parser.add_argument("--tp-overlap", type=float, default=0.0, metavar="F",
+                        help="share of tensor-parallel communication hidden behind GEMMs (0: none, as "
+                             f"Megatron-LM by default; {TP_COMM_OVERLAP:g} fits Megatron-Core's "
+                             "--tp-comm-overlap)")
     parser.add_argument("--network-slowdown", default=None, metavar="F[,F...]|@TRACE",
                         help="Ada-Grouper: for each link slowdown factor (or a trace of 'SECONDS FACTOR' "
                              "lines), the best kFkB group size for the plan's shape and its gain over 1F1B")
@@ -310,6 +320,12 @@ def _stage_time(stage: dict) -> str:
 
 def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     start = time.perf_counter()
+    if args.validate:
+        return validate(start)
+    missing = [flag for flag, value in (("--model", args.model), ("--cluster", args.cluster),
+                                        ("--global-batch", args.global_batch)) if value is None]
+    if missing:
+        raise UsageError(f"the following arguments are required: {', '.join(missing)} (or --validate)")
     if args.top < 1:
         raise UsageError("--top must be at least 1")
     model = load_model(args.model)
@@ -363,4 +379,41 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
             lines.append(f"Ada-Grouper time-weighted gain over 1F1B: {grouped['weighted_gain']:+.1%}")
     result.seconds = x["seconds"] = time.perf_counter() - start
     result.timed = "planning: inputs, search, sensitivity, launch arguments"
+    return result, lines
+
+
+def validate(start: float) -> tuple[Result, list[str]]:
+    """``--validate``: every published run's iteration time against the plan predicted for its layout."""
+    rows, nodes = [], 0
+    for run in runs():
+        result = plan(run.model, run.cluster, run.training(), top=1)
+        nodes += result.nodes
+        group = run.cluster.groups[0]
+        rows.append({"source": run.source.key, "run": run.id, "gpus": run.cluster.gpus, "gpu": group.name,
+                     "published_seconds": run.seconds, "predicted_seconds": result.objective,
+                     "error": result.objective / run.seconds - 1, "held_out": run.held_out,
+                     "derived": run.derived or None, "layout": run.fix})
+    lines = ["Predicted seconds per iteration with each published layout pinned (the rest searched) against "
+             "the published figure; held-out runs (*) took no part in any fit", "",
+             f"{'source':<20} {'run':<27} {'GPUs':>12} {'published':>10} {'predicted':>10} {'error':>7}"]
+    for row in rows:
+        mark = "*" if row["held_out"] else " "
+        lines.append(f"{row['source']:<20} {row['run']:<27} {row['gpus']:>5} {row['gpu'][4:8]:<6} "
+                     f"{row['published_seconds']:>9.3f}s {row['predicted_seconds']:>9.3f}s "
+                     f"{row['error']:>+7.1%}{mark}")
+    groups = {"held_out": [r["error"] for r in rows if r["held_out"]],
+              "calibration": [r["error"] for r in rows if not r["held_out"]],
+              "all": [r["error"] for r in rows]}
+    stats = {name: summary(errors) for name, errors in groups.items()}
+    lines.append("")
+    for name, label in (("held_out", "held out"), ("calibration", "calibration"), ("all", "all")):
+        st = stats[name]
+        lines.append(f"{label}: {st['runs']} runs, median |error| {st['median_abs_error']:.1%}, "
+                     f"max {st['max_abs_error']:.1%}")
+    lines.append(f"sources ({len({r['source'] for r in rows})}):")
+    lines += [f"  {source.key}: {source.citation}" for source in dict.fromkeys(r.source for r in runs())]
+    result = Result(kind="enumeration", status="exhausted", nodes=nodes, seconds=time.perf_counter() - start,
+                    value=len(rows))
+    result.extras = {"validation": rows, "summary": stats}
+    result.timed = "validation: every run planned"
     return result, lines
