@@ -4,9 +4,9 @@ python benchmarks/calibrate_dnn_published.py
 
 Megatron-Core's README runs hide tensor-parallel communication behind GEMMs (``--tp-comm-overlap``);
 Megatron-LM SC'21, whose Table 1 set every other default, did not. For each share on a 0.1 grid this
-predicts the README rows not held out (7B, 32B, 119B, 314B; 1.7B, 16B, 70B, 177B and 462B are held
-out) and prints the sum of their squared log errors; the held-out rows' sum is printed beside it and
-never used to choose.
+predicts the README rows not held out (7.1B, 32B, 119B, 314B; 1.7B, 16B, 70B, 177B and 462B
+are held out) and prints the sum of their squared log errors; the held-out rows' sum is printed
+beside it and never used to choose.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ VALUED = {"--num-layers", "--hidden-size", "--num-attention-heads", "--ffn-hidde
           "--recompute-granularity", "--recompute-method", "--recompute-num-layers", "--num-experts",
           "--moe-router-topk", "--expert-model-parallel-size", "--context-parallel-size"}
 SWITCHES = {"--bf16", "--fp16", "--sequence-parallel", "--use-distributed-optimizer", "--swiglu",
-            "--disable-bias-linear", "--untie-embeddings-and-output-weights", "--group-query-attention"}
+            "--disable-bias-linear", "--untie-embeddings-and-output-weights", "--group-query-attention",
+            "--tp-comm-overlap"}
 
 
 class Refused(Exception):
@@ -46,6 +47,9 @@ def megatron(argv: list[str], world: int) -> dict:
     # get_batch_on_this_cp_rank cuts every sequence into 2 * cp chunks (load-balanced causal attention)
     _check(num["--seq-length"] % (2 * cp) == 0 or cp == 1, "seq_length must be divisible by 2 * cp")
     _check(not (args.get("--bf16") and args.get("--fp16")), "fp16 and bf16 both set")
+    # validate_args turns sequence parallelism off at tp = 1, then asserts it for the overlap
+    _check(not args.get("--tp-comm-overlap") or (args.get("--sequence-parallel") and tp > 1),
+           "Tensor parallel communication/GEMM overlap can happen only when sequence parallelism is enabled")
     _check(num["--num-attention-heads"] % tp == 0, "num_attention_heads must be divisible by tp")
     if args.get("--group-query-attention"):
         _check(num["--num-query-groups"] % tp == 0, "num_query_groups must be divisible by tp")

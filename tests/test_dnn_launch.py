@@ -65,6 +65,25 @@ def test_megatron_arguments_read_back_as_the_plan(case):
     assert built["layers"] and sum(built["layers"]) == model.meta["layers"]
 
 
+def test_tp_overlap_asks_megatron_for_it_where_megatron_can_overlap():
+    """--tp-overlap adds --tp-comm-overlap, which Megatron-LM runs only with sequence parallelism
+    (validate_args); without it the cost model hides nothing and the flag is not printed."""
+    model = load_model("gpt3-175b")
+    cluster = load_cluster("dgx-a100-80g:8x8")
+    for sp in (True, False):
+        train = restrict(Training(64, 2048, fix={"tp": 8, "pp": 8}, precision="bf16", tp_overlap=0.8,
+                                  sequence_parallel=sp), "megatron")
+        result = plan(model, cluster, train, top=1)
+        argv = megatron_arguments(result.extras["plan"], model, train)
+        assert ("--tp-comm-overlap" in argv) == sp
+        assert megatron_args.megatron(argv, 64)["tp"] == 8
+        exposed = plan(model, cluster, restrict(Training(64, 2048, fix={"tp": 8, "pp": 8}, precision="bf16",
+                                                         sequence_parallel=sp), "megatron"), top=1).objective
+        assert (result.objective < exposed) == sp
+    with pytest.raises(megatron_args.Refused, match="only when sequence parallelism"):
+        megatron_args.megatron([*argv, "--tp-comm-overlap"], 64)
+
+
 @pytest.mark.parametrize("launcher", ["megatron", "none"])
 def test_context_parallel_plans_read_back(launcher):
     """Llama-3-8B at 32k tokens on 64 H100s: the plan splits sequences over cp ranks, and Megatron-LM's

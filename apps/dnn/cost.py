@@ -47,8 +47,8 @@ class Training:
     eta_h0: float = DEFAULT_ETA_H0  # hidden width at which eta is half of that
     pass_overhead: float = DEFAULT_PASS_OVERHEAD  # seconds each block adds per pass (forward, backward x2)
     link_efficiency: float = 0.7  # achieved fraction of link bandwidth
-    tp_overlap: float = 0.0  # share of each pass's TP communication hidden behind its GEMMs (Megatron-Core's
-    #                          --tp-comm-overlap; 0: all exposed, as Megatron-LM SC'21 ran)
+    tp_overlap: float = 0.0  # share of each pass's TP communication hidden behind its GEMMs, with sequence
+    #                          parallelism (Megatron-Core's --tp-comm-overlap; 0: all exposed, as in SC'21)
     sequence_parallel: bool = True
     recompute: tuple = RECOMPUTE
     zero: tuple = (0, 1, 2, 3)
@@ -192,6 +192,7 @@ class StageTables:
         rates = [t * gemm_efficiency(train.eta, train.eta_h0, blk.boundary) * group.peak_flops
                  for blk in model.blocks]
         eff = train.link_efficiency
+        overlap = train.tp_overlap if train.sequence_parallel else 0.0    # Megatron overlaps only with SP
         intra, lat = group.intra_bandwidth * eff, group.intra_latency
         network = (group.inter_bandwidth * eff, group.inter_latency)  # (bandwidth, latency) off the node
         self.t, self.b, self.c, self.group = t, b, c, group
@@ -240,7 +241,7 @@ class StageTables:
                 n_a2a = 4 + (2 if rc == "full" else 0)
                 self.flops[rc][i + 1] = self.flops[rc][i] + fl
                 passes = 3 + (1 if rc == "full" else 0)  # forward, backward (twice the work), recompute
-                tp_comm = n_ar * ar - min(train.tp_overlap * n_ar * ar, fl / rate)
+                tp_comm = n_ar * ar - min(overlap * n_ar * ar, fl / rate)
                 self.time[rc][i + 1] = (
                     self.time[rc][i] + fl / rate + tp_comm + (n_a2a * a2a if blk.a2a else 0)
                     + passes * (ring + train.pass_overhead)

@@ -92,16 +92,15 @@ def _omni_path(gpus: int) -> Cluster:
 
 def _korthikanti() -> list[Run]:
     runs = []
-    for layers, hidden, heads, pp, v, gpus, batch, selective, full in (
-            (48, 6144, 64, 1, 0, 8, 4, 1.10, 1.42),
-            (96, 12288, 96, 8, 3, 64, 64, 13.75, 18.13),
-            (105, 20480, 128, 35, 3, 280, 280, 37.83, 49.05),
-            (128, 25600, 160, 64, 0, 512, 512, 71.49, 94.42)):
+    for name, layers, hidden, heads, pp, v, gpus, batch, selective, full in (
+            ("22B", 48, 6144, 64, 1, 0, 8, 4, 1.10, 1.42),
+            ("175B", 96, 12288, 96, 8, 3, 64, 64, 13.75, 18.13),
+            ("530B", 105, 20480, 128, 35, 3, 280, 280, 37.83, 49.05),
+            ("1T", 128, 25600, 160, 64, 0, 512, 512, 71.49, 94.42)):
         model = _gpt(layers, hidden, heads, 51200, 2048)
         fix = {"tp": 8, "pp": pp, "dp": 1, "mb": 4 if pp == 1 else 1}
         if v:
             fix.update(schedule="interleaved", v=v)
-        name = f"{model.params / 1e9:.0f}B"
         runs.append(Run(f"{name} SP+selective", KORTHIKANTI, model, _a100(gpus), batch, 2048,
                         {**fix, "recompute": "selective"}, selective))
         runs.append(Run(f"{name} full recompute", KORTHIKANTI, model, _a100(gpus), batch, 2048,
@@ -124,16 +123,17 @@ def _megascale() -> list[Run]:
 
 def _megatron_readme() -> list[Run]:
     runs = []
-    for layers, hidden, heads, tp, pp, gpus, batch, tflops in (
-            (24, 2048, 16, 1, 1, 48, 192, 408.8), (30, 4096, 32, 2, 1, 96, 192, 465.9),
-            (32, 6144, 48, 4, 1, 192, 192, 489.1), (48, 7168, 56, 8, 1, 384, 192, 459.6),
-            (84, 8192, 64, 8, 2, 768, 384, 419.7), (92, 10240, 80, 8, 4, 1536, 768, 420.5),
-            (96, 12288, 96, 8, 6, 2304, 1152, 432.8), (96, 16384, 128, 8, 8, 3072, 1536, 474.4),
-            (112, 18432, 144, 8, 16, 6144, 3072, 459.9)):
+    for name, layers, hidden, heads, tp, pp, gpus, batch, tflops in (
+            ("1.7B", 24, 2048, 16, 1, 1, 48, 192, 408.8), ("7.1B", 30, 4096, 32, 2, 1, 96, 192, 465.9),
+            ("16B", 32, 6144, 48, 4, 1, 192, 192, 489.1), ("32B", 48, 7168, 56, 8, 1, 384, 192, 459.6),
+            ("70B", 84, 8192, 64, 8, 2, 768, 384, 419.7), ("119B", 92, 10240, 80, 8, 4, 1536, 768, 420.5),
+            ("177B", 96, 12288, 96, 8, 6, 2304, 1152, 432.8),
+            ("314B", 96, 16384, 128, 8, 8, 3072, 1536, 474.4),
+            ("462B", 112, 18432, 144, 8, 16, 6144, 3072, 459.9)):
         model = _gpt(layers, hidden, heads, 131072, 4096)
         flops = megatron_flops(batch, 4096, layers, hidden, 131072, recompute=False)
         seconds = flops / (gpus * tflops * 1e12)
-        runs.append(Run(f"{model.params / 1e9:.0f}B on {gpus}", MEGATRON_README, model, _h100(gpus), batch,
+        runs.append(Run(f"{name} on {gpus}", MEGATRON_README, model, _h100(gpus), batch,
                         4096, {"tp": tp, "pp": pp}, seconds, f"{tflops} TFLOP/s per GPU, Megatron's Eq. 3 "
                         "without recompute", tp_overlap=TP_COMM_OVERLAP))
     return runs

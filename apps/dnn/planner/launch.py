@@ -126,6 +126,8 @@ def megatron_arguments(plan: dict, model: Model, train: Training) -> list[str]:
         args.append(f"--{train.precision}")
     if tp > 1 and train.sequence_parallel:
         args.append("--sequence-parallel")
+        if train.tp_overlap > 0:
+            args.append("--tp-comm-overlap")
     if plan.get("cp", 1) > 1:
         args += ["--context-parallel-size", plan["cp"]]
     layers = _stage_layers(plan)
