@@ -103,3 +103,25 @@ def test_open_work_sums_across_ranks_under_the_better_incumbent():
     assert merge_left((10.0, 4.0, None), (5.0, 1.0, None), 1.0) == (15.0, 5.0, None)
     assert merge_left((10.0, 4.0, 40), (5.0, 1.0, 44), 1.0)[2] == 44       # maximise
     assert merge_left((10.0, 4.0, 40), (5.0, 1.0, 44), -1.0)[2] == 40      # minimise
+
+
+def test_a_jitted_search_keeps_the_engines_bookkeeping():
+    """``@yewpy.jit``'s generated loop keeps what the estimate reads (per frame: opened at, children
+    generated and given away; per depth: closed subtree sizes) exactly as the engine's own loop,
+    pause after pause, with children split off as tasks in between."""
+    from jit_searches import BitQueens
+
+    def frontiers(problem) -> list:
+        engine = Engine(core_of(problem), tracking=True)
+        engine.start_root()
+        out = []
+        while engine.active:
+            engine.run(251)
+            if len(out) % 3 == 2 and engine.active:
+                engine.split(False)                     # one child leaves as a task
+            out.append(engine.frontier())
+        return out
+
+    plain, jitted = frontiers(BitQueens(10)), frontiers(yewpy.jit(BitQueens)(10))
+    assert len(plain) > 20 and jitted == plain
+    assert any(frame[4] for frames, _ in plain for frame in frames)      # some frame gave a child away
