@@ -12,7 +12,7 @@ from yewpy._engine import monotonic
 from yewpy.core import OPTIMISATION, Core
 from yewpy.errors import UsageError
 from yewpy.operations.session import Session
-from yewpy.operations.treesize import EMPTY, Sampler, TreeSize, merge_rows
+from yewpy.operations.treesize import EMPTY, TRUSTED_PROBES, Sampler, TreeSize, merge_rows
 from yewpy.ranking import Ranked
 from yewpy.result import FINISHED, Result
 from yewpy.runtime.interfaces import Transport
@@ -147,7 +147,7 @@ EFFICIENCY = 0.9
 def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float | None, comm: Any,
               params: dict) -> Result:
     """``search(estimate=seconds)``: a short search for the node rate and the recursive estimate of
-    what it left open, then Knuth's probes; the two combined as in progress lines."""
+    what it left open, then Knuth's probes; Knuth's stands where trusted, else the recursive one."""
     if not (math.isfinite(seconds) and seconds > 0):
         raise UsageError(f"estimate must be a positive number of seconds, got {seconds}")
     if walltime is not None and not (math.isfinite(walltime) and walltime > 0):
@@ -176,7 +176,10 @@ def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float |
         open_work = result.metrics.pop("open_work", None)
         recursive = TreeSize.recursive(result.nodes, open_work) if open_work is not None else None
         if recursive is not None:
-            tree = recursive.combined(probed, result.nodes)
+            # the short search has closed subtrees only at the start of the tree (depth first),
+            # no sample of the rest; Knuth's probes are, so they stand wherever they are trusted
+            trusted = probed is not None and probed.probes >= TRUSTED_PROBES
+            tree = probed if trusted and probed.consistent(result.nodes) else recursive
             estimators = {"estimate_recursive": recursive.to_dict(result.nodes),
                           "estimate_knuth": probed.to_dict(result.nodes) if probed is not None else None}
         else:
@@ -200,9 +203,10 @@ def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float |
 
 def estimate(problem: Any, seconds: float = 10.0, coordination: Any = "seq", *,
              walltime: float | None = None, **params: Any) -> dict:
-    """Estimate ``problem``'s tree before searching it, in about ``seconds``: the node count (the
-    recursive estimate of what a short search left open, combined with Knuth's path sampling as in
-    progress lines, with a range of two standard errors), the time on one rank at the node rate a
-    short search measured, and, given ``walltime`` (seconds), the ranks that finish within it at
-    ``EFFICIENCY``. For an optimisation, the tree under the incumbent the short search found."""
+    """Estimate ``problem``'s tree before searching it, in about ``seconds``: the node count (Knuth's
+    path sampling, or where its probes are too few or miss the tree's heavy tail, the recursive
+    estimate of what a short search left open; a range of two standard errors), the time on one
+    rank at the node rate the short search measured, and, given ``walltime`` (seconds), the ranks
+    that finish within it at ``EFFICIENCY``. For an optimisation, the tree under the incumbent the
+    short search found."""
     return search(problem, coordination, estimate=seconds, walltime=walltime, **params).metrics["estimate"]

@@ -125,11 +125,11 @@ def estimate_lines(report: dict) -> list[str]:
         how = "exact: the whole tree was searched"
     elif report["estimator"] == "knuth-1975":
         how = f"Knuth's path sampling, {report['probes']:,} probes; range of two standard errors"
-    elif report["probes"]:
-        how = (f"the short search's open work, estimated from what it searched, with {report['probes']:,} "
-               "Knuth probes; range of two standard errors")
     else:
-        how = "the short search's open work, estimated from what it searched; range of two standard errors"
+        knuth = report.get("estimate_knuth") or {"probes": 0, "consistent": True}
+        why = "missed the tree's heavy tail" if not knuth["consistent"] else "were too few"
+        how = (f"the short search's open work, estimated from what it searched: Knuth's {knuth['probes']:,} "
+               f"probes {why}; range of two standard errors")
     lines = [f"estimated {what} = {report['nodes']:.4g} [{report['low']:.4g}, {report['high']:.4g}] ({how})"]
     if not report["consistent"]:
         lines.append("warning: the short search alone visited more nodes than the probes estimate: the tree "
