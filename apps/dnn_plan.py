@@ -17,6 +17,7 @@ from yewpy.apps.dnn.cost import (
     DEFAULT_ETA,
     DEFAULT_ETA_H0,
     DEFAULT_PASS_OVERHEAD,
+    DEFAULT_SCHEDULES,
     RECOMPUTE,
     SCHEDULES,
     Training,
@@ -39,6 +40,7 @@ FIX_KEYS = {
     "ep": int,
     "mb": int,
     "v": int,
+    "slices": int,
     "schedule": str,
     "recompute": str,
     "zero": int,
@@ -188,6 +190,19 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
             raise UsageError(f"--fix cp={cp}: the sequence ({seq} tokens) must split into 2 x cp equal "
                              "chunks (Megatron-LM's load-balanced causal split)")
         max_cp = max(max_cp, cp)
+    if "slices" in fix:                         # token slices are TeraPipe's
+        if fix.setdefault("schedule", "terapipe") != "terapipe":
+            raise UsageError(f"--fix slices={fix['slices']}: token slices go with schedule=terapipe, "
+                             f"not {fix['schedule']}")
+    schedules = listed(args.schedules, SCHEDULES, "schedules")
+    if fix.get("schedule") == "terapipe":
+        if args.schedules == ",".join(DEFAULT_SCHEDULES):
+            schedules += ("terapipe",)          # asked for by name: searched though not a default
+        if model.moe or fix.get("cp", 1) > 1:
+            raise UsageError("--fix schedule=terapipe: token-level pipelining is planned for dense models "
+                             "without context parallelism")
+        if fix.get("slices", 1) > seq:
+            raise UsageError(f"--fix slices={fix['slices']}: more slices than the sequence's {seq} tokens")
     conflict = heads_not_divided(model, fix["tp"]) if "tp" in fix else None
     if conflict:
         raise UsageError(f"--fix tp={fix['tp']}: the tensor-parallel degree must divide the model's "
@@ -212,7 +227,7 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
         sequence_parallel=not args.no_sp,
         recompute=listed(args.recompute, RECOMPUTE, "recompute"),
         zero=listed(args.zero, (0, 1, 2, 3), "zero", int),
-        schedules=listed(args.schedules, SCHEDULES, "schedules"),
+        schedules=schedules,
         max_tp=args.max_tp,
         max_cp=max_cp,
         memory_fraction=args.memory_fraction,
@@ -255,7 +270,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fix",
         default=None,
-        help="pin dimensions: tp=8,pp=8,dp=..,cp=..,ep=..,mb=..,v=..,schedule=..,recompute=..,zero=..",
+        help="pin dimensions: tp=8,pp=8,dp=..,cp=..,ep=..,mb=..,v=..,slices=..,schedule=..,recompute=..,"
+             "zero=.. (slices: TeraPipe's token slices per sequence)",
     )
     parser.add_argument("--top", type=int, default=3, help="report the K best shapes (default 3)")
     parser.add_argument("--exhaustive", action="store_true", help="same tree without the bound (slow)")
@@ -268,7 +284,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--optimizer-bytes", type=float, default=12.0, help="optimizer bytes/param (Adam 12)")
     parser.add_argument("--recompute", default=",".join(RECOMPUTE), help="allowed recomputation modes")
     parser.add_argument("--zero", default="0,1,2,3", help="allowed ZeRO stages")
-    parser.add_argument("--schedules", default=",".join(SCHEDULES), help="allowed pipeline schedules")
+    parser.add_argument("--schedules", default=",".join(DEFAULT_SCHEDULES),
+                        help=f"allowed pipeline schedules, of {', '.join(SCHEDULES)} (default: all but "
+                             "terapipe, token-level pipelining, which no launcher runs)")
     parser.add_argument("--no-sp", action="store_true", help="no sequence parallelism with TP")
     parser.add_argument("--max-tp", type=int, default=8, help="largest tensor-parallel degree")
     parser.add_argument("--max-cp", type=int, default=None,
@@ -310,6 +328,8 @@ def _schedule(plan: dict) -> str:
         return f"interleaved v={plan['interleave']}"
     if plan["schedule"] == "kfkb":
         return f"kfkb k={plan['group_size']}"
+    if plan["schedule"] == "terapipe":
+        return f"terapipe n={plan['token_slices']} token slices"
     return plan["schedule"]
 
 

@@ -16,7 +16,10 @@ from yewpy.apps.dnn.cluster import GIB, DeviceGroup
 from yewpy.apps.dnn.models import Model
 
 RECOMPUTE = ("none", "selective", "full")
-SCHEDULES = ("1f1b", "interleaved", "kfkb", "gpipe")
+SCHEDULES = ("1f1b", "interleaved", "kfkb", "gpipe", "terapipe")
+#: the schedules searched unless the user names others: TeraPipe's token slices (Li et al., ICML 2021)
+#: only when asked for, as no launcher runs them
+DEFAULT_SCHEDULES = ("1f1b", "interleaved", "kfkb", "gpipe")
 # GEMM efficiency eta(h) = ETA * h / (h + ETA_H0), h the block's hidden width: the non-GEMM work per
 # token (norms, softmax, dropout, bias-GeLU: memory-bound, ~h) against GEMM FLOPs (~h^2).
 # Fixed seconds a block adds to every pass over a micro-batch (kernel launches, GEMM tiles a small
@@ -52,7 +55,8 @@ class Training:
     sequence_parallel: bool = True
     recompute: tuple = RECOMPUTE
     zero: tuple = (0, 1, 2, 3)
-    schedules: tuple = SCHEDULES
+    schedules: tuple = DEFAULT_SCHEDULES
+    token_slices: tuple = (2, 4, 8, 16, 32)  # n for TeraPipe: each sequence cut into n slices of equal cost
     microbatches: tuple = (1, 2, 4, 8, 16)
     interleave: tuple = (2, 4)  # v for the interleaved schedule
     group_sizes: tuple = (2, 4)  # k for kFkB
@@ -155,13 +159,14 @@ def zero3_collectives(params: float, blocks: int, d: int, ring: tuple, weight_by
 
 def p2p_sends(schedule: str, v: int, k: int) -> float:
     """Stage-to-stage sends a micro-batch exposes in the steady state: 1F1B 2 (forward out, backward
-    out), interleaved 2v, kFkB 2/k (a group's sends overlap its own later micro-batches), GPipe none."""
-    return {"1f1b": 2.0, "interleaved": 2.0 * v, "kfkb": 2.0 / k, "gpipe": 0.0}[schedule]
+    out), interleaved 2v, kFkB 2/k (a group's sends overlap its own later micro-batches), GPipe and
+    TeraPipe (GPipe's order over token slices) none."""
+    return {"1f1b": 2.0, "interleaved": 2.0 * v, "kfkb": 2.0 / k, "gpipe": 0.0, "terapipe": 0.0}[schedule]
 
 
 def inflight(schedule: str, j: int, p: int, m: int, v: int = 1, k: int = 1) -> float:
     """Micro-batches whose activations stage ``j`` (0-based) holds at its peak (Korthikanti §4.3)."""
-    if schedule == "gpipe":
+    if schedule in ("gpipe", "terapipe"):
         return m
     if schedule == "kfkb":
         return min(k * (p - j), m)
@@ -182,8 +187,11 @@ class StageTables:
 
     def __init__(
         self, model: Model, group: DeviceGroup, t: int, d: int, b: int, train: Training, ep_group_inter: bool,
-        ep: int = 0, c: int = 1,
+        ep: int = 0, c: int = 1, slices: int = 1,
     ) -> None:
+        # TeraPipe's token slices: each pass over a micro-batch is ``slices`` passes over slices of
+        # its sequences (dense models, c = 1), each paying the fixed cost of a pass and the
+        # latency of its own TP all-reduces; the FLOPs are the same.
         # Context parallelism: each of c ranks holds s/c tokens of every sequence and attends to all s
         # (ring attention, load-balanced causal chunks): FLOPs and activations per rank fall by c,
         # and the K/V chunks go round the ring, hidden behind the attention core where they can be.
@@ -224,10 +232,10 @@ class StageTables:
             ar = 0.0
             if t > group.gpus_per_node:  # TP across nodes: in the node, then over the network
                 g = group.gpus_per_node
-                ar = hierarchical_allreduce(2.0 * b * s * blk.boundary, g, t // g, intra,
-                                            group.inter_bandwidth * eff, lat, group.inter_latency)
+                ar = slices * hierarchical_allreduce(2.0 * b * s * blk.boundary / slices, g, t // g, intra,
+                                                     group.inter_bandwidth * eff, lat, group.inter_latency)
             elif t > 1:
-                ar = allreduce(2.0 * b * s * blk.boundary, t, intra, lat)
+                ar = slices * allreduce(2.0 * b * s * blk.boundary / slices, t, intra, lat)
             # the expert-parallel degree (0: the largest, gcd(d, E)); it divides both, as launchers require
             ep_blk = (ep or math.gcd(d, blk.experts)) if blk.experts else 1
             a2a = 0.0
@@ -244,7 +252,7 @@ class StageTables:
                 tp_comm = n_ar * ar - min(overlap * n_ar * ar, fl / rate)
                 self.time[rc][i + 1] = (
                     self.time[rc][i] + fl / rate + tp_comm + (n_a2a * a2a if blk.a2a else 0)
-                    + passes * (ring + train.pass_overhead)
+                    + passes * (ring + slices * train.pass_overhead)
                 )
                 self.act[rc][i + 1] = self.act[rc][i] + blk.activation_bytes(
                     b, s, t, train.sequence_parallel, rc, context

@@ -84,6 +84,7 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
         "schedule": sh.schedule,
         "interleave": sh.v,
         "group_size": sh.k,
+        "token_slices": sh.n,
         "stages": out_stages,
     }
     if sh.mode == "hap":

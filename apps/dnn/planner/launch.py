@@ -83,6 +83,9 @@ def megatron_refusal(plan: dict, model: Model, train: Training) -> str | None:
         return "it gives replicas on different GPU types different micro-batch shares"
     if isinstance(plan["tp"], list):
         return "its device groups use different tensor-parallel degrees"
+    if plan["schedule"] == "terapipe":
+        return ("Megatron-LM has no token-level pipelining (TeraPipe slices each sequence; its own "
+                "runtime, github.com/zhuohan123/terapipe, runs it)")
     if plan["schedule"] not in MEGATRON_SCHEDULES:
         return f"Megatron-LM has no {plan['schedule']} schedule (1F1B and interleaved 1F1B only)"
     if plan["schedule"] == "interleaved" and plan["pp"] < 3:

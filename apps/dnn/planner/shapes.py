@@ -32,6 +32,7 @@ class Shape:
     rc: str = ""  # the one recomputation mode of every stage, when the launcher needs one (else "")
     ep: int = 1  # expert-parallel degree (MoE models): a divisor of gcd(d, experts)
     c: int = 1  # context-parallel degree: each sequence split over c ranks (pipe mode, dense models)
+    n: int = 1  # TeraPipe: token slices per sequence, of equal cost (pipe mode, dense models, c = 1)
 
     @property
     def replicas(self) -> int:
@@ -41,12 +42,16 @@ class Shape:
 
     @property
     def div(self) -> int:
-        """What Eq. 1 divides the stages' summed time by: v for the interleaved schedule, else 1."""
-        return self.v if self.schedule == "interleaved" else 1
+        """What Eq. 1 divides the stages' summed time by: v for the interleaved schedule, n for
+        TeraPipe (the pipeline fills and drains one slice deep), else 1."""
+        if self.schedule == "interleaved":
+            return self.v
+        return self.n if self.schedule == "terapipe" else 1
 
     @property
     def c1(self) -> float:
-        """Eq. 1's factor on the largest stage's time: m - 1/v (interleaved) or m - 1."""
+        """Eq. 1's factor on the largest stage's time: m - 1/v (interleaved), m - 1/n (TeraPipe:
+        m n slices of 1/n of a micro-batch each), or m - 1."""
         return self.m - 1 / self.div
 
     def form(self) -> tuple:
@@ -128,7 +133,9 @@ class Shapes:
                         continue
                     parts = tuple((g, c[0], t) for g, c, t in zip(subset, combo, ts))
                     shapes = self._schedules("pipe", parts, p, d, 0, tr.global_batch)
-                    out += [replace(sh, c=cp) for sh in shapes] if cp > 1 else shapes
+                    if cp > 1:                  # token slices and context parallelism: not both
+                        shapes = [replace(sh, c=cp) for sh in shapes if sh.schedule != "terapipe"]
+                    out += shapes
             # hap mode: replicas of whole pipelines on different groups
             if len(subset) < 2 or not tr.hap:
                 continue
@@ -190,6 +197,12 @@ class Shapes:
                     for k in tr.group_sizes:
                         if k < (m if mode == "pipe" else m // d):
                             out.append(Shape(mode, parts, p, d, t, b, m, sched, k=k))
+                elif sched == "terapipe":
+                    if mode == "hap" or self.model.moe:
+                        continue
+                    for n in tr.token_slices:
+                        if n <= tr.seq and fix.get("slices", n) == n:
+                            out.append(Shape(mode, parts, p, d, t, b, m, sched, n=n))
                 elif sched == "gpipe" and mode == "hap":
                     continue
                 else:

@@ -44,13 +44,14 @@ class StageCosts:
     _recompute_modes: Callable[[], list[str]]  # from Shapes
 
     def table(self, g: int, t: int, sh: Shape) -> StageTables:
-        """Group ``g``'s per-block prefix tables at TP ``t`` for shape ``sh`` (its d, b, ep and c); cached."""
-        key = (g, t, sh.d, sh.b, sh.ep, sh.c)
+        """Group ``g``'s per-block prefix tables at TP ``t`` for shape ``sh`` (its d, b, ep, c and token
+        slices); cached."""
+        key = (g, t, sh.d, sh.b, sh.ep, sh.c, sh.n)
         tab = self.tables.get(key)
         if tab is None:
             gr = self.cluster.groups[g]
             tab = StageTables(self.model, gr, t, sh.d, sh.b, self.train,
-                              ep_group_inter=sh.d * t > gr.gpus_per_node, ep=sh.ep, c=sh.c)
+                              ep_group_inter=sh.d * t > gr.gpus_per_node, ep=sh.ep, c=sh.c, slices=sh.n)
             self.tables[key] = tab
         return tab
 
