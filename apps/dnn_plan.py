@@ -20,6 +20,7 @@ from yewpy.apps.dnn.cost import (
     DEFAULT_SCHEDULES,
     RECOMPUTE,
     SCHEDULES,
+    TERAPIPE_SLICE_OVERHEAD,
     Training,
 )
 from yewpy.apps.dnn.model_files import load_model
@@ -153,6 +154,7 @@ def check_ranges(args: argparse.Namespace) -> None:
             ("--eta", args.eta, 0.0, 1.0, True),                  # a share of peak FLOP/s
             ("--eta-h0", args.eta_h0, 0.0, math.inf, False),
             ("--pass-overhead", args.pass_overhead, 0.0, 1e6, False),
+            ("--slice-overhead", args.slice_overhead, 0.0, 1e6, False),
             ("--memory-fraction", args.memory_fraction, 0.0, 1.0, True),
             ("--tp-overlap", args.tp_overlap, 0.0, 1.0, False),
             ("--grad-bytes", args.grad_bytes, 0.0, 64.0, False),
@@ -224,6 +226,7 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
         eta=args.eta,
         eta_h0=args.eta_h0,
         pass_overhead=args.pass_overhead * 1e-6,
+        slice_overhead=args.slice_overhead * 1e-6,
         sequence_parallel=not args.no_sp,
         recompute=listed(args.recompute, RECOMPUTE, "recompute"),
         zero=listed(args.zero, (0, 1, 2, 3), "zero", int),
@@ -299,6 +302,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--pass-overhead", type=float, default=DEFAULT_PASS_OVERHEAD * 1e6, metavar="US",
         help="microseconds each block adds to every pass over a micro-batch, whatever its size (kernel "
              "launches, idle GEMM tiles): small per-GPU GEMMs cost more than their FLOPs")
+    parser.add_argument(
+        "--slice-overhead", type=float, default=TERAPIPE_SLICE_OVERHEAD * 1e6, metavar="US",
+        help="microseconds each TeraPipe token slice adds per block and pass (schedule terapipe; fitted "
+             "on TeraPipe's GPT3-175B setting)")
     parser.add_argument(
         "--eta-h0",
         type=float,

@@ -178,8 +178,9 @@ def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float |
         if recursive is not None:
             # the short search has closed subtrees only at the start of the tree (depth first),
             # no sample of the rest; Knuth's probes are, so they stand wherever they are trusted
-            trusted = probed is not None and probed.probes >= TRUSTED_PROBES
-            tree = probed if trusted and probed.consistent(result.nodes) else recursive
+            tree = recursive
+            if probed is not None and probed.probes >= TRUSTED_PROBES and probed.consistent(result.nodes):
+                tree = probed
             estimators = {"estimate_recursive": recursive.to_dict(result.nodes),
                           "estimate_knuth": probed.to_dict(result.nodes) if probed is not None else None}
         else:

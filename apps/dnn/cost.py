@@ -17,6 +17,10 @@ from yewpy.apps.dnn.models import Model
 
 RECOMPUTE = ("none", "selective", "full")
 SCHEDULES = ("1f1b", "interleaved", "kfkb", "gpipe", "terapipe")
+#: seconds each TeraPipe token slice adds per block and pass, on top of the pass overhead: its runtime
+#: (PyTorch, V100) launches every kernel once per slice; fitted on TeraPipe's GPT3-175B setting (10),
+#: 5.0x over GPipe (Li et al., ICML 2021, Table 1 and Fig. 5; docs/dnn.md)
+TERAPIPE_SLICE_OVERHEAD = 1e-3
 #: the schedules searched unless the user names others: TeraPipe's token slices (Li et al., ICML 2021)
 #: only when asked for, as no launcher runs them
 DEFAULT_SCHEDULES = ("1f1b", "interleaved", "kfkb", "gpipe")
@@ -56,7 +60,8 @@ class Training:
     recompute: tuple = RECOMPUTE
     zero: tuple = (0, 1, 2, 3)
     schedules: tuple = DEFAULT_SCHEDULES
-    token_slices: tuple = (2, 4, 8, 16, 32)  # n for TeraPipe: each sequence cut into n slices of equal cost
+    token_slices: tuple = (2, 4, 8, 16, 32, 64)  # TeraPipe: n slices of equal cost per sequence
+    slice_overhead: float = TERAPIPE_SLICE_OVERHEAD  # seconds a token slice adds per block and pass
     microbatches: tuple = (1, 2, 4, 8, 16)
     interleave: tuple = (2, 4)  # v for the interleaved schedule
     group_sizes: tuple = (2, 4)  # k for kFkB
@@ -216,6 +221,7 @@ class StageTables:
         # their flat ring: the replicas are ep ranks apart, across nodes when the data-parallel group is
         self.expert_ring = network if ep_group_inter else (intra, lat)
         self.block_time = []
+        per_pass = train.pass_overhead + (train.slice_overhead if slices > 1 else 0.0)  # per slice
         work = []
         biggest_act = biggest_params = 0.0
         for i, blk in enumerate(model.blocks):
@@ -252,7 +258,7 @@ class StageTables:
                 tp_comm = n_ar * ar - min(overlap * n_ar * ar, fl / rate)
                 self.time[rc][i + 1] = (
                     self.time[rc][i] + fl / rate + tp_comm + (n_a2a * a2a if blk.a2a else 0)
-                    + passes * (ring + slices * train.pass_overhead)
+                    + passes * (ring + slices * per_pass)
                 )
                 self.act[rc][i + 1] = self.act[rc][i] + blk.activation_bytes(
                     b, s, t, train.sequence_parallel, rc, context
