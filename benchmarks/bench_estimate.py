@@ -1,7 +1,7 @@
 """How good the tree-size estimates are: progress estimates at 10%, 25% and 50% of a run, and
 ``--estimate`` before it, against the node count the run ends with (one rank).
 
-    python benchmarks/bench_estimate.py [--shared /path/to/instances] [--estimate-seconds 2]
+    python benchmarks/bench_estimate.py [--shared /path/to/instances] [--estimate-seconds 2] [--sweep]
 
 For each case: the run's JSON progress lines (every 1/40 of a timing run), the estimates of the
 line nearest each fraction of the run, and their ratios to the true count (estimate / truth):
@@ -34,6 +34,22 @@ def cases(shared: Path) -> dict:
     }
 
 
+def sweep(shared: Path) -> dict:
+    """Cases the estimators were not tuned on (``--sweep``): other UTS shapes, another n-queens, a
+    knapsack and two maximum-clique instances."""
+    return {
+        "uts T2 (geometric, cyclic)": ["uts", "--tree", "T2"],
+        "uts T2L (geometric, cyclic)": ["uts", "--tree", "T2L"],
+        "uts T4 (hybrid)": ["uts", "--tree", "T4"],
+        "uts T5 (geometric, linear)": ["uts", "--tree", "T5"],
+        "nqueens 15": ["nqueens", "15"],
+        "knapsack knapPI_11_20_1000_1 --python": ["knapsack", str(shared / "knapsack/yewpar_kp" /
+                                                              "knapPI_11_20_1000_1.kp"), "--python"],
+        "maxclique brock200_1": ["maxclique", str(shared / "clique/brock200_1.clq")],
+        "maxclique gen200_p0.9_55": ["maxclique", str(shared / "clique/gen200_p0.9_55.clq")],
+    }
+
+
 def run(args: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run([*YEWPY, *args], capture_output=True, text=True, timeout=900)
 
@@ -43,11 +59,12 @@ def main() -> None:
     parser.add_argument("--shared", type=Path, default=Path(os.environ.get("YEWPY_SHARED", "/work/shared"))
                         / "instances")
     parser.add_argument("--estimate-seconds", type=float, default=2.0)
+    parser.add_argument("--sweep", action="store_true", help="the cases not tuned on instead")
     opts = parser.parse_args()
     print("| case | nodes | seconds | at 10% | at 25% | at 50% | --estimate | probes at 50% |")
     print("|   |   |   | headline (recursive, Knuth) | same | same |   |   |")
     print("|---|---|---|---|---|---|---|---|")
-    for name, args in cases(opts.shared).items():
+    for name, args in (sweep if opts.sweep else cases)(opts.shared).items():
         timing = json.loads(run([*args, "--json", "--quiet"]).stdout)
         every = max(timing["seconds"] / 40, 0.01)
         out = run([*args, "--json", "--progress-every", f"{every:.3f}"])

@@ -125,3 +125,21 @@ def test_a_jitted_search_keeps_the_engines_bookkeeping():
     plain, jitted = frontiers(BitQueens(10)), frontiers(yewpy.jit(BitQueens)(10))
     assert len(plain) > 20 and jitted == plain
     assert any(frame[4] for frames, _ in plain for frame in frames)      # some frame gave a child away
+
+
+def test_knuths_probes_raise_the_recursive_estimate_but_never_lower_it():
+    """Combined by inverse variance where the probes are trusted and above the recursive estimate;
+    below it, or too few, or missing the heavy tail (the searched nodes above their range), they
+    are left out."""
+    from yewpy.operations.treesize import TRUSTED_PROBES, TreeSize
+
+    recursive = TreeSize.recursive(1_000, (9_000.0, 1_000.0 ** 2, None))       # 10,000 +- 1,000
+    higher = TreeSize(TRUSTED_PROBES, 12_000.0, 1_000.0)
+    both = recursive.combined(higher, 1_000)
+    assert both.nodes == pytest.approx(11_000.0) and both.estimator == "kilby-2006-recursive+knuth-1975"
+    assert both.stderr == pytest.approx(1_000.0 / math.sqrt(2))
+    for probed in (TreeSize(TRUSTED_PROBES, 8_000.0, 1_000.0),            # lower: a likelier miss
+                   TreeSize(TRUSTED_PROBES - 1, 12_000.0, 1_000.0),       # too few probes
+                   TreeSize(TRUSTED_PROBES, 12_000.0, 100.0)):            # 13,000 searched: out of range
+        done = 13_000 if probed.stderr == 100.0 else 1_000
+        assert recursive.combined(probed, done) is recursive

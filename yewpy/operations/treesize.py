@@ -77,9 +77,13 @@ class TreeSize:
 
     def combined(self, probed: TreeSize | None, done: int) -> TreeSize:
         """This recursive estimate and Knuth's ``probed`` one, weighted by the inverse of their
-        variances; Knuth's only counts with ``TRUSTED_PROBES`` probes or more, and only while the
-        nodes searched lie inside its range (on heavy-tailed trees its variance is too small)."""
+        variances; Knuth's only counts with ``TRUSTED_PROBES`` probes or more, only while the nodes
+        searched lie inside its range (on heavy-tailed trees its variance is too small), and only
+        to raise this estimate: a few probes of a heavy-tailed tree mostly miss its big subtrees,
+        so a lower figure from them is likelier a miss than a correction."""
         if probed is None or probed.probes < TRUSTED_PROBES or not probed.consistent(done):
+            return self
+        if probed.nodes <= self.nodes:
             return self
         tiny = (1e-9 * max(self.nodes, 1.0)) ** 2
         w_rec, w_probe = 1.0 / (self.stderr ** 2 + tiny), 1.0 / (probed.stderr ** 2 + tiny)
