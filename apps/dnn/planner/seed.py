@@ -17,20 +17,19 @@ class Seeding:
 
     def _seed(self, tries: int = 16, budget: int = 150) -> float:
         """An upper bound on the top-th best shape's time before the search. In each of the ``tries *
-        max(top, 3)`` shapes with the least root bounds: the min-max cut's leaf (``_cut_leaf``) and
-        the first leaf of a depth-first walk that may backtrack (``budget`` nodes at most: a greedy
-        dive mostly dies where memory runs out), pruned against what is known so far. The better of
-        the two becomes that shape's own limit (``seeded``), the top-th best over the shapes the
-        threshold. Every worker computes the same, so a thief prunes at once."""
+        max(top, 3)`` shapes with the least root bounds: the min-max cut's leaf (``_cut_leaf``), or
+        where the cut finds none, the first leaf of a depth-first walk that may backtrack
+        (``budget`` nodes at most: a greedy dive mostly dies where memory runs out), pruned against
+        what is known so far. It becomes that shape's own limit (``seeded``), the top-th best over
+        the shapes the threshold. Every worker computes the same, so a thief prunes at once."""
         saved, self.memo_on = self.memo_on, False  # a dive must not fill the dominance memo
         times: list[float] = []
         try:
             order = sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i))
             for sid in order[: tries * max(self.top, 3)]:
+                # the walk only where the cut found no plan: it seldom beats the cut, and costs more
                 cut = self._cut_leaf(sid)
-                if cut < math.inf:
-                    self.seeded[sid] = cut  # the walk below prunes against it
-                seconds = min(cut, self._first_leaf(sid, budget))
+                seconds = cut if cut < math.inf else self._first_leaf(sid, budget)
                 if seconds < math.inf:
                     self.seeded[sid] = seconds
                     times.append(seconds)
