@@ -100,3 +100,24 @@ def test_token_slice_options_are_checked(args, message):
         base[flag] = value
     out = _cli(*[x for pair in base.items() for x in pair])
     assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("flag, value", [
+    (flag, value) for flag in ("--tp-overlap", "--slice-overhead")
+    for value in ("nan", "inf", "-inf", "1e309", "-0", "0x10", "", "1,5", "\u0661", "0.5", "1")
+] + [("--fix", f"tp=8,pp=48,slices={value}") for value in ("nan", "-1", "\u0661", "1e3", "16", "2048")])
+def test_new_planner_options_answer_or_refuse_in_one_line(flag, value):
+    """Any value of the options this stop added: a plan, or exit status 2 with one ``yewpy: error:``
+    line (argparse's usage and its error line where the flag's value is not a number, as for every
+    flag); never a traceback."""
+    out = _cli("--model", "gpt3-175b", "--cluster", "p3.16xlarge:48x8", "--global-batch", "2", "--top", "1",
+               f"{flag}={value}")
+    assert "Traceback" not in out.stderr
+    if out.returncode == 0:
+        assert out.stdout.startswith("Model gpt3-175b")
+    else:
+        lines = out.stderr.strip().splitlines()
+        one = len(lines) == 1 and lines[0].startswith("yewpy: error: ")
+        usage = (lines[0].startswith("usage:")
+                 and lines[-1].startswith(f"yewpy dnn-plan: error: argument {flag}"))
+        assert out.returncode == 2 and (one or usage), out.stderr
