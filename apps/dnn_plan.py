@@ -411,8 +411,8 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
 
 def validate(start: float) -> tuple[Result, list[str]]:
     """``--validate``: every published run's iteration time against the plan predicted for its layout."""
-    rows, nodes = [], 0
-    for run in runs():
+    rows, nodes, published = [], 0, runs()
+    for run in published:
         result = plan(run.model, run.cluster, run.training(), top=1)
         nodes += result.nodes
         group = run.cluster.groups[0]
@@ -438,7 +438,7 @@ def validate(start: float) -> tuple[Result, list[str]]:
         lines.append(f"{label}: {st['runs']} runs, median |error| {st['median_abs_error']:.1%}, "
                      f"max {st['max_abs_error']:.1%}")
     lines.append(f"sources ({len({r['source'] for r in rows})}):")
-    lines += [f"  {source.key}: {source.citation}" for source in dict.fromkeys(r.source for r in runs())]
+    lines += [f"  {source.key}: {source.citation}" for source in dict.fromkeys(r.source for r in published)]
     result = Result(kind="enumeration", status="exhausted", nodes=nodes, seconds=time.perf_counter() - start,
                     value=len(rows))
     result.extras = {"validation": rows, "summary": stats}
