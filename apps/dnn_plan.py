@@ -17,6 +17,7 @@ from yewpy.apps.dnn.cost import (
     DEFAULT_ETA,
     DEFAULT_ETA_H0,
     DEFAULT_PASS_OVERHEAD,
+    DEFAULT_RECOMPUTE,
     DEFAULT_SCHEDULES,
     RECOMPUTE,
     SCHEDULES,
@@ -285,7 +286,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "still says which launchers can run the chosen one)")
     parser.add_argument("--grad-bytes", type=float, default=4.0, help="gradient bytes/param (default 4)")
     parser.add_argument("--optimizer-bytes", type=float, default=12.0, help="optimizer bytes/param (Adam 12)")
-    parser.add_argument("--recompute", default=",".join(RECOMPUTE), help="allowed recomputation modes")
+    parser.add_argument("--recompute", default=",".join(DEFAULT_RECOMPUTE),
+                        help=f"allowed recomputation modes, of {', '.join(RECOMPUTE)} (default: all but "
+                             "block, per-layer recomputation: the fewest of a stage's layers that fit)")
     parser.add_argument("--zero", default="0,1,2,3", help="allowed ZeRO stages")
     parser.add_argument("--schedules", default=",".join(DEFAULT_SCHEDULES),
                         help=f"allowed pipeline schedules, of {', '.join(SCHEDULES)} (default: all but "
@@ -340,6 +343,14 @@ def _schedule(plan: dict) -> str:
     return plan["schedule"]
 
 
+def _recompute(stage: dict) -> str:
+    """A stage's recomputation; ``block:N``: per-layer, its first N layers (per class in hap mode)."""
+    if stage["recompute"] != "block":
+        return stage["recompute"]
+    layers = stage["recomputed_layers"]
+    return f"block:{layers if isinstance(layers, int) else '/'.join(map(str, layers))}"
+
+
 def _stage_time(stage: dict) -> str:
     """A stage's forward and backward time per micro-batch (one figure per device group of a hap stage)."""
     return "/".join(f"{ms:.2f}" for ms in stage["ms_per_microbatch"]) + " ms per micro-batch (fwd+bwd)"
@@ -373,7 +384,7 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     for j, s in enumerate(p["stages"]):
         lines.append(
             f"  stage {j}: blocks {s['blocks'][0]}..{s['blocks'][1] - 1} on {s['group']} tp={s['tp']} "
-            f"recompute={s['recompute']} zero={s['zero']} {_stage_time(s)}, "
+            f"recompute={_recompute(s)} zero={s['zero']} {_stage_time(s)}, "
             f"{s['memory_gb']:.2f}/{s['capacity_gb']:.2f} GiB"
         )
     for i, alt in enumerate(x["top"][1:], 2):

@@ -91,10 +91,12 @@ def megatron(argv: list[str], world: int) -> dict:
         _check(args.get("--recompute-method") in ("uniform", "block"), "full recompute needs a method")
         count = num.get("--recompute-num-layers", 0)
         _check(1 <= count <= min(stage_layers), "recompute_num_layers between 1 and layers per stage")
-        # uniform: every layer recomputed (in chunks); block: only the first `count` of each stage
-        _check(args["--recompute-method"] == "uniform" or count >= max(stage_layers), "partial recompute")
-        recompute = "full"
-    else:
+        # uniform: every layer recomputed (in chunks); block: only the first `count` of each stage, of
+        # each virtual stage when interleaved
+        partial = args["--recompute-method"] == "block" and count * (vpp or 1) < max(stage_layers)
+        recompute = "block" if partial else "full"
+        recompute_layers = count * (vpp or 1) if partial else None
+    if granularity not in ("selective", "full"):
         _check(granularity is None, f"bad recompute granularity {granularity}")
         recompute = "none"
     experts = num.get("--num-experts", 0)
@@ -105,6 +107,7 @@ def megatron(argv: list[str], world: int) -> dict:
     return {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "microbatch": mb, "microbatches": m,
             "schedule": "interleaved" if vpp else "1f1b", "interleave": vpp or 1, "layers": stage_layers,
             "recompute": recompute,
+            **({"recompute_layers": recompute_layers} if recompute == "block" else {}),
             "zero": 1 if args.get("--use-distributed-optimizer") and dp * cp > 1 else 0,  # over dp x cp
             "precision": "bf16" if args.get("--bf16") else "fp16" if args.get("--fp16") else "fp32",
             "sequence_parallel": bool(args.get("--sequence-parallel")) and tp > 1,
@@ -130,10 +133,14 @@ def plan_view(plan: dict, model_meta: dict, precision: str, sequence_parallel: b
     n = plan["stages"][-1]["blocks"][1]
     layers = [hi - lo - (lo == 0) - (hi == n) for lo, hi in (s["blocks"] for s in plan["stages"])]
     experts = model_meta.get("experts", 0)
+    recompute, block = plan["stages"][0]["recompute"], {}
+    if recompute == "block":
+        r = plan["stages"][0]["recomputed_layers"]
+        recompute, block = ("full", {}) if r >= max(layers) else ("block", {"recompute_layers": r})
     return {"tp": plan["tp"], "pp": plan["pp"], "dp": plan["dp"], "cp": plan["cp"],
             "microbatch": plan["microbatch"],
             "microbatches": plan["microbatches"], "schedule": plan["schedule"],
             "interleave": plan["interleave"] if plan["schedule"] == "interleaved" else 1, "layers": layers,
-            "recompute": plan["stages"][0]["recompute"], "zero": max(s["zero"] for s in plan["stages"]),
+            "recompute": recompute, **block, "zero": max(s["zero"] for s in plan["stages"]),
             "precision": precision, "sequence_parallel": sequence_parallel and plan["tp"] > 1,
             "experts": experts, "ep": plan["ep"]}

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from support import assert_names_line, run_ranks, yewpy_cmd
 from yewpy.apps.dnn.cluster import load_cluster
 from yewpy.apps.dnn.cost import (
-    RECOMPUTE,
     StageTables,
     Training,
     allreduce,
@@ -172,7 +171,7 @@ def brute_force(search: PlanSearch) -> float:
             bounds = (0, *cuts, search.n)
             sizes = [bounds[i + 1] - bounds[i] for i in range(sh.p)]
             for order in orders:
-                for rcs in itertools.product(RECOMPUTE, repeat=sh.p):
+                for rcs in itertools.product(search.train.recompute, repeat=sh.p):
                     for zs in itertools.product(zeros if sh.d > 1 else [0], repeat=sh.p):
                         stages = tuple(
                             (order[j] if sh.mode == "pipe" else 0, sizes[j], rcs[j], zs[j])

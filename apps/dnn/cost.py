@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from yewpy.apps.dnn.cluster import GIB, DeviceGroup
 from yewpy.apps.dnn.models import Model
 
-RECOMPUTE = ("none", "selective", "full")
+#: recomputation modes: "block" recomputes in full the fewest of a stage's layers that let it fit in
+#: memory, first layers first (per-layer recomputation: Galvatron-BMW; Megatron-LM's --recompute-method
+#: block); the others apply to every block of the stage
+RECOMPUTE = ("none", "selective", "full", "block")
+DEFAULT_RECOMPUTE = ("none", "selective", "full")
+TABLED = ("none", "selective", "full")  # the modes StageTables sums block by block
 SCHEDULES = ("1f1b", "interleaved", "kfkb", "gpipe", "terapipe")
 #: seconds each TeraPipe token slice adds per block and pass, on top of the pass overhead: its runtime
 #: (PyTorch, V100) launches every kernel once per slice; fitted on TeraPipe's GPT3-175B setting (10),
@@ -57,7 +62,7 @@ class Training:
     tp_overlap: float = 0.0  # share of each pass's TP communication hidden behind its GEMMs, with sequence
     #                          parallelism (Megatron-Core's --tp-comm-overlap; 0: all exposed, as in SC'21)
     sequence_parallel: bool = True
-    recompute: tuple = RECOMPUTE
+    recompute: tuple = DEFAULT_RECOMPUTE
     zero: tuple = (0, 1, 2, 3)
     schedules: tuple = DEFAULT_SCHEDULES
     token_slices: tuple = (2, 4, 8, 16, 32, 64)  # TeraPipe: n slices of equal cost per sequence
@@ -211,9 +216,9 @@ class StageTables:
         self.t, self.b, self.c, self.group = t, b, c, group
         self.d = d * c  # the ranks that all-reduce these gradients and share ZeRO state: data x context
         n = len(model.blocks)
-        self.time = {rc: [0.0] * (n + 1) for rc in RECOMPUTE}
-        self.flops = {rc: [0.0] * (n + 1) for rc in RECOMPUTE}
-        self.act = {rc: [0.0] * (n + 1) for rc in RECOMPUTE}
+        self.time = {rc: [0.0] * (n + 1) for rc in TABLED}
+        self.flops = {rc: [0.0] * (n + 1) for rc in TABLED}
+        self.act = {rc: [0.0] * (n + 1) for rc in TABLED}
         self.params = [0.0] * (n + 1)
         self.dense = [0.0] * (n + 1)  # params all-reduced over the whole DP group
         self.expert = [0.0] * (n + 1)  # expert params per rank (E/ep experts), replicated d/ep times
@@ -249,7 +254,7 @@ class StageTables:
                 across = ep_blk * t > group.gpus_per_node
                 bw, l2 = network if across else (intra, lat)
                 a2a = (ep_blk - 1) * l2 + (ep_blk - 1) / ep_blk * 2.0 * b * s * blk.a2a / t / bw
-            for rc in RECOMPUTE:
+            for rc in TABLED:
                 fl = 3 * f + extra[rc]
                 n_ar = 2 * blk.tp_allreduces + (blk.tp_allreduces if rc == "full" else 0)
                 n_a2a = 4 + (2 if rc == "full" else 0)
@@ -287,6 +292,43 @@ class StageTables:
         self.head_params = model.blocks[-1].params if model.blocks[-1].tied else 0.0
         self.tied = model.blocks[-1].tied and len(model.blocks) > 1
         self.boundaries = [blk.boundary for blk in model.blocks]
+        self.n = n
+
+    def layers(self, lo: int, hi: int) -> tuple[int, int]:
+        """The blocks of [lo, hi) that per-layer recomputation may recompute: all but the model's first
+        and last (the embedding and the head, which Megatron-LM's block method leaves alone too)."""
+        if self.n < 3:
+            return lo, hi
+        return max(lo, 1), min(hi, self.n - 1)
+
+    def partial(self, table: dict, lo: int, hi: int, r: int) -> float:
+        """``table`` (``time``, ``act`` or ``flops``) summed over blocks [lo, hi) when the first ``r``
+        of its layers are recomputed in full and the rest not at all."""
+        first, _ = self.layers(lo, hi)
+        full, none = table["full"], table["none"]
+        return none[hi] - none[lo] + full[first + r] - full[first] - none[first + r] + none[first]
+
+    def fewest_recomputed(self, lo: int, hi: int, room: float, inflight: float) -> int | None:
+        """The fewest layers of [lo, hi) to recompute, first ones first, for its activations times
+        ``inflight`` (plus one block's working set once any is recomputed) to fit in ``room`` bytes;
+        None if recomputing every layer is not enough. Activations fall as r grows: bisection."""
+        first, end = self.layers(lo, hi)
+
+        def fits(r: int) -> bool:
+            return self.partial(self.act, lo, hi, r) * inflight + (self.working_set if r else 0.0) <= room
+
+        if fits(0):
+            return 0
+        if end <= first or not fits(end - first):
+            return None
+        low, high = 0, end - first  # fits(high), not fits(low)
+        while high - low > 1:
+            mid = (low + high) // 2
+            if fits(mid):
+                high = mid
+            else:
+                low = mid
+        return high
 
 
 @dataclass
@@ -298,6 +340,7 @@ class StageCost:
     exposed: float  # DP communication not hidden behind the last backward + optimizer step
     memory: float  # peak bytes per device
     flops: float  # executed FLOPs per micro-batch on one replica of this stage (all t ranks)
+    recomputed: int = 0  # layers recomputed in full under per-layer recomputation ("block")
 
 
 def stage_cost(
@@ -319,7 +362,6 @@ def stage_cost(
 ) -> StageCost:
     """The cost of blocks [lo, hi) as stage ``j`` of ``p`` (see docs/dnn.md for every term)."""
     t, d, b = tab.t, tab.d, tab.b
-    tau = tab.time[rc][hi] - tab.time[rc][lo]
     params = tab.params[hi] - tab.params[lo]
     if tab.tied and lo == 0 and hi == last_block + 1:
         params -= tab.head_params  # embedding and tied head on one stage: one copy
@@ -331,10 +373,21 @@ def stage_cost(
     memory = (local - experts) * state + experts * state_e
     if zero == 3:
         memory += tab.gather_buffer / t * train.weight_bytes
-    act = tab.act[rc][hi] - tab.act[rc][lo]
-    memory += act * inflight(schedule, j, p, m, v, k)
-    if rc == "full":
-        memory += tab.working_set
+    in_flight = inflight(schedule, j, p, m, v, k)
+    layers = 0
+    if rc == "block":
+        first, end = tab.layers(lo, hi)
+        fewest = tab.fewest_recomputed(lo, hi, train.usable(tab.group) - memory, in_flight)
+        layers = end - first if fewest is None else fewest  # None: over memory even so
+        tau = tab.partial(tab.time, lo, hi, layers)
+        flops = tab.partial(tab.flops, lo, hi, layers)
+        memory += tab.partial(tab.act, lo, hi, layers) * in_flight + (tab.working_set if layers else 0.0)
+    else:
+        tau = tab.time[rc][hi] - tab.time[rc][lo]
+        flops = tab.flops[rc][hi] - tab.flops[rc][lo]
+        memory += (tab.act[rc][hi] - tab.act[rc][lo]) * in_flight
+        if rc == "full":
+            memory += tab.working_set
     # data parallel: the gradients of this stage's shard, over d ranks (hierarchical when spanning nodes)
     exposed = 0.0
     if d > 1:
@@ -356,4 +409,4 @@ def stage_cost(
     if p2p_link is not None:
         bw, lat = p2p_link
         p2p = lat + 2.0 * b * train.seq / tab.c * tab.boundaries[hi - 1] / t / bw
-    return StageCost(tau, p2p, exposed, memory, tab.flops[rc][hi] - tab.flops[rc][lo])
+    return StageCost(tau, p2p, exposed, memory, flops, layers)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from yewpy.apps.dnn.cost import stage_cost
 from yewpy.apps.dnn.planner.search import PlanSearch
-from yewpy.apps.dnn.planner.shapes import Shape
 
 
 def describe(search: PlanSearch, leaf: tuple) -> dict:
@@ -14,7 +13,7 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
     sh, tr, groups = search.shapes[sid], search.train, search.cluster.groups
     seconds, shares = search.leaf_time(leaf)
     node = search.start_node(sid)
-    out_stages, lo = [], 0
+    out_stages, flops, lo = [], [], 0
     for j, (g, k, rc, z) in enumerate(stages):
         node2 = search.make(
             sid, node, g, sh.t if sh.mode == "hap" else dict((pg, pt) for pg, _, pt in sh.parts)[g], k, rc, z
@@ -43,6 +42,7 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
                 search.n - 1,
             )
             entries.append((groups[gg].name, t, reps, cost))
+        flops.append(entries[0][3].flops)  # FLOPs per micro-batch do not depend on the group or t
         out_stages.append(
             {
                 "blocks": [lo, lo + k],
@@ -50,6 +50,8 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
                 "tp": entries[0][1],
                 "dp": sh.d,
                 "recompute": rc,
+                **({"recomputed_layers": entries[0][3].recomputed if sh.mode == "pipe"
+                    else [e[3].recomputed for e in entries]} if rc == "block" else {}),
                 "zero": z,
                 "ms_per_microbatch": [round(e[3].tau * 1e3, 4) for e in entries],
                 "memory_gb": round(max(e[3].memory for e in entries) / 2**30, 3),
@@ -66,10 +68,10 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
         lo += k
     if sh.mode == "pipe":
         gpus = sh.replicas * sum(s * t for _, s, t in sh.parts)
-        executed = sum(_stage_flops(search, sh, stages)) * sh.replicas * sh.m  # per context rank x c
+        executed = sum(flops) * sh.replicas * sh.m  # per context rank x c
     else:
         gpus = sh.p * sh.t * sh.d
-        executed = sum(_stage_flops(search, sh, stages)) * tr.global_batch / sh.b
+        executed = sum(flops) * tr.global_batch / sh.b
     model_flops = 3 * search.model.forward_flops(tr.global_batch, tr.seq)
     tps = sorted({s["tp"] for s in out_stages})
     plan = {
@@ -99,22 +101,3 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
             "memory_gb_per_gpu": max(s["memory_gb"] for s in out_stages),
         },
     }
-
-
-def _starts(stages: tuple) -> list[int]:
-    out, lo = [], 0
-    for _, k, _, _ in stages:
-        out.append(lo)
-        lo += k
-    return out
-
-
-def _stage_flops(search: PlanSearch, sh: Shape, stages: tuple) -> list[float]:
-    """Executed FLOPs per micro-batch of each stage (any table gives the same FLOPs for given b)."""
-    out = []
-    g0 = sh.parts[0][0]
-    t0 = sh.t if sh.mode == "hap" else sh.parts[0][2]
-    tab = search.table(g0, t0, sh)
-    for lo, (_, k, rc, _) in zip(_starts(stages), stages):
-        out.append(tab.flops[rc][lo + k] - tab.flops[rc][lo])
-    return out

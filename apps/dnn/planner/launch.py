@@ -29,6 +29,7 @@ def restrict(train: Training, launcher: str) -> Training:
     if launcher == "megatron":
         train = replace(train, launcher=launcher, zero=tuple(z for z in train.zero if z <= 1),
                         schedules=tuple(s for s in train.schedules if s in MEGATRON_SCHEDULES),
+                        recompute=tuple(r for r in train.recompute if r != "block"),
                         uniform_recompute=True, hap=False, one_tp=True, interleave_min_pp=3,
                         megatron_stages=True)
         if train.precision == "fp16":  # Megatron-LM's MoE layers need bf16 for expert parallelism
@@ -36,7 +37,8 @@ def restrict(train: Training, launcher: str) -> Training:
                 raise UsageError("--launcher megatron: Megatron-LM runs no expert parallelism in fp16 "
                                  "(--fix ep=1, or train in bf16)")
             train = replace(train, fix=dict(train.fix, ep=1))
-        what = "ZeRO stage (Megatron-LM's distributed optimizer is ZeRO-1)"
+        what = ("ZeRO stage (Megatron-LM's distributed optimizer is ZeRO-1), recomputation mode (one for "
+                "every stage: none, selective or full)")
     elif launcher == "deepspeed":
         if train.fix.get("pp", 1) != 1 or train.fix.get("tp", 1) != 1:
             raise UsageError("--launcher deepspeed plans pure data parallelism (pp=1, tp=1): DeepSpeed's "
@@ -46,7 +48,7 @@ def restrict(train: Training, launcher: str) -> Training:
             raise UsageError("--launcher deepspeed plans pure data parallelism: "
                              "no context parallelism (cp=1)")
         train = replace(train, launcher=launcher, fix=dict(train.fix, pp=1, tp=1, cp=1), schedules=("1f1b",),
-                        recompute=tuple(r for r in train.recompute if r != "selective"),
+                        recompute=tuple(r for r in train.recompute if r not in ("selective", "block")),
                         uniform_recompute=True, hap=False)
         what = "recomputation mode (DeepSpeed checkpoints whole layers: none or full)"
     else:
@@ -95,12 +97,29 @@ def megatron_refusal(plan: dict, model: Model, train: Training) -> str | None:
         return "it uses ZeRO-2/3, and Megatron-LM's distributed optimizer is ZeRO-1"
     if len({s["recompute"] for s in stages}) > 1:
         return "its stages recompute differently, and Megatron-LM's recomputation is one setting for all"
+    if stages[0]["recompute"] == "block":
+        why = _block_refusal([s["recomputed_layers"] for s in stages],
+                             plan["interleave"] if plan["schedule"] == "interleaved" else 1)
+        if why:
+            return why
     layers, v = _stage_layers(plan), plan["interleave"] if plan["schedule"] == "interleaved" else 1
     if min(layers) < 1 or any(k % v for k in layers) or len(set(layers[1:-1])) > 1:
         return (f"its stage layer counts {layers} are not first, equal middle stages and last, each at least "
                 f"one layer{f' and a multiple of v={v}' if v > 1 else ''}")
     if plan.get("ep", 1) > 1 and train.precision == "fp16":
         return "Megatron-LM runs no expert parallelism in fp16"
+    return None
+
+
+def _block_refusal(layers: list[int], v: int) -> str | None:
+    """Why Megatron-LM's block method (``--recompute-num-layers N``: the first N layers of every
+    stage, of every virtual stage when interleaved) cannot recompute ``layers`` per stage, or None."""
+    if len(set(layers)) > 1:
+        return (f"its stages recompute different numbers of layers {layers}, and Megatron-LM's "
+                "--recompute-num-layers is one count for every stage")
+    if layers[0] % v:
+        return (f"its stages recompute {layers[0]} layers, not a multiple of v={v}: Megatron-LM's "
+                "--recompute-num-layers counts per virtual stage")
     return None
 
 
@@ -149,6 +168,10 @@ def megatron_arguments(plan: dict, model: Model, train: Training) -> list[str]:
     elif recompute == "full":
         args += ["--recompute-granularity", "full", "--recompute-method", "uniform",
                  "--recompute-num-layers", 1]
+    elif recompute == "block":
+        v = plan["interleave"] if plan["schedule"] == "interleaved" else 1
+        args += ["--recompute-granularity", "full", "--recompute-method", "block",
+                 "--recompute-num-layers", plan["stages"][0]["recomputed_layers"] // v]
     if any(s["zero"] == 1 for s in plan["stages"]):
         args.append("--use-distributed-optimizer")
     if meta.get("experts"):
@@ -168,6 +191,9 @@ def deepspeed_refusal(plan: dict) -> str | None:
         return "it splits sequences over context-parallel ranks, which DeepSpeed's engine does not"
     if plan["stages"][0]["recompute"] == "selective":
         return "DeepSpeed checkpoints whole layers (no selective recomputation)"
+    if plan["stages"][0]["recompute"] == "block":
+        return ("it recomputes only some layers, and which layers DeepSpeed checkpoints is up to the "
+                "model's code, not its config")
     return None
 
 

@@ -137,6 +137,7 @@ class StageCosts:
             classes = ((g, prev),)
         else:
             classes = tuple((gg, gg if j else None) for gg, _ in sh.parts)
+        recomputes: dict = {}  # layers recomputed by each "block" option, over the classes
         per_class = []
         for gg, before in classes:
             cc = self._class_consts(sid, gg, before)
@@ -154,15 +155,23 @@ class StageCosts:
             fj = infl[j]
             terms = []
             for rc, z in allowed:
-                tau = tab.time[rc][hi] - tab.time[rc][lo]
                 state, gbuf, touched_f, m_dp, state_e, touched_e = zc[z]
-                memory = ((local - experts) * state + experts * state_e + gbuf
-                          + (tab.act[rc][hi] - tab.act[rc][lo]) * fj)
-                if rc == "full":
-                    memory += tab.working_set
-                if memory > usable:
-                    terms.append(None)
-                    continue
+                memory = (local - experts) * state + experts * state_e + gbuf
+                if rc == "block":
+                    layers = tab.fewest_recomputed(lo, hi, usable - memory, fj)
+                    if layers is None:
+                        terms.append(None)
+                        continue
+                    recomputes[(rc, z)] = recomputes.get((rc, z), 0) + layers
+                    tau = tab.partial(tab.time, lo, hi, layers)
+                else:
+                    tau = tab.time[rc][hi] - tab.time[rc][lo]
+                    memory += (tab.act[rc][hi] - tab.act[rc][lo]) * fj
+                    if rc == "full":
+                        memory += tab.working_set
+                    if memory > usable:
+                        terms.append(None)
+                        continue
                 exposed = 0.0
                 if dp_one is not None:
                     if z == 3:
@@ -178,6 +187,8 @@ class StageCosts:
             row = [terms[i] for terms in per_class]
             if any(r is None for r in row):
                 continue
+            if rc == "block" and not recomputes[(rc, z)] and ("none", z) in allowed:
+                continue  # recomputes nothing: the "none" option itself
             if sh.mode == "pipe":
                 out.append((row[0][0], row[0][1], row[0][2], rc, z))
             else:
