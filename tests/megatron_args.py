@@ -136,7 +136,8 @@ def plan_view(plan: dict, model_meta: dict, precision: str, sequence_parallel: b
     recompute, block = plan["stages"][0]["recompute"], {}
     if recompute == "block":
         r = plan["stages"][0]["recomputed_layers"]
-        recompute, block = ("full", {}) if r >= max(layers) else ("block", {"recompute_layers": r})
+        recompute, block = (("none", {}) if r == 0 else ("full", {}) if r >= max(layers)
+                            else ("block", {"recompute_layers": r}))
     return {"tp": plan["tp"], "pp": plan["pp"], "dp": plan["dp"], "cp": plan["cp"],
             "microbatch": plan["microbatch"],
             "microbatches": plan["microbatches"], "schedule": plan["schedule"],

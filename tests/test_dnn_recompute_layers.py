@@ -166,6 +166,8 @@ def test_megatron_runs_one_count_for_every_stage_and_refuses_others():
     argv = megatron_arguments(_plan_with([4, 4, 4, 4], "interleaved", 2), model, train)
     assert argv[argv.index("--recompute-num-layers") + 1] == "2"             # per virtual stage
     assert megatron_args.megatron(argv, 64)["recompute_layers"] == 4
+    argv = megatron_arguments(_plan_with([0, 0, 0, 0]), model, train)   # --recompute block, nothing to do
+    assert "--recompute-granularity" not in argv and megatron_args.megatron(argv, 64)["recompute"] == "none"
     with pytest.raises(CannotExpress, match="different numbers of layers"):
         megatron_arguments(_plan_with([3, 2, 2, 0]), model, train)
     with pytest.raises(CannotExpress, match="multiple of v=2"):

@@ -168,7 +168,7 @@ def megatron_arguments(plan: dict, model: Model, train: Training) -> list[str]:
     elif recompute == "full":
         args += ["--recompute-granularity", "full", "--recompute-method", "uniform",
                  "--recompute-num-layers", 1]
-    elif recompute == "block":
+    elif recompute == "block" and plan["stages"][0]["recomputed_layers"]:  # 0 in every stage: none
         v = plan["interleave"] if plan["schedule"] == "interleaved" else 1
         args += ["--recompute-granularity", "full", "--recompute-method", "block",
                  "--recompute-num-layers", plan["stages"][0]["recomputed_layers"] // v]
