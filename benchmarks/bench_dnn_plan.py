@@ -7,6 +7,7 @@ python benchmarks/bench_dnn_plan.py mixed 4       # GPT 18.4B on 4+4 A100/V100 n
 mpiexec -n 2 python benchmarks/bench_dnn_plan.py mixed 8 stacksteal
 python benchmarks/bench_dnn_plan.py cli 3         # the issue's end-to-end goals: `yewpy dnn-plan` processes
 python benchmarks/bench_dnn_plan.py sweep 3       # planning time of every preset, Table 1 row and HF config
+python benchmarks/bench_dnn_plan.py sweep 1 "" --recompute none,selective,full,block  # ... with more flags
 """
 
 from __future__ import annotations
@@ -109,10 +110,10 @@ def sweep_cases() -> list[tuple[str, list[str]]]:
     return cases
 
 
-def sweep(repeat: int, only: str = "") -> None:
+def sweep(repeat: int, only: str = "", extra: list[str] | None = None) -> None:
     """Planning seconds (what `yewpy dnn-plan` prints as wall seconds) of every sweep case, the
     median of ``repeat`` runs in this process, then the distribution: median, 90th percentile, worst,
-    and how many cases exceed 1 s and 2 s."""
+    and how many cases exceed 1 s and 2 s. ``extra``: flags added to every case."""
     import argparse
 
     from yewpy.apps.dnn_plan import configure, solve
@@ -128,7 +129,7 @@ def sweep(repeat: int, only: str = "") -> None:
         for _ in range(repeat):
             t0 = time.perf_counter()
             try:
-                result, _ = solve(parser.parse_args(argv))
+                result, _ = solve(parser.parse_args(argv + (extra or [])))
                 outcome = f"{result.objective:.4f} s/iter, {result.nodes} nodes"
             except UsageError as exc:
                 outcome = f"refused: {str(exc)[:60]}"
@@ -145,7 +146,8 @@ def sweep(repeat: int, only: str = "") -> None:
 def main() -> None:
     what = sys.argv[1]
     if what == "sweep":
-        sweep(int(sys.argv[2]) if len(sys.argv) > 2 else 3, sys.argv[3] if len(sys.argv) > 3 else "")
+        sweep(int(sys.argv[2]) if len(sys.argv) > 2 else 3, sys.argv[3] if len(sys.argv) > 3 else "",
+              sys.argv[4:])
     elif what == "cli":
         cli(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
     elif what == "gpt3":
