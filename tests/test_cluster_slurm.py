@@ -114,12 +114,15 @@ def test_the_wall_time_sigterm_writes_a_checkpoint_that_the_resubmitted_job_fini
 def test_progress_under_a_job_time_limit_says_whether_the_search_will_finish(cluster, tmp_path):
     """The job's end comes from Slurm itself (SLURM_JOB_END_TIME or squeue): a one-minute job says
     a three-second search will finish and an hour-long one, cut at four seconds, will not."""
-    short, status = sbatch(cluster, tmp_path, "--ntasks=2", "--time=1", str(SLURM / "one-node.sbatch"),
+    # the script asks for SIGTERM 120 s before the end: due at once in a one-minute job, and sent at
+    # Slurm's next check, a race with these seconds-long searches; 10 s before the end here
+    early = "--signal=B:TERM@10"
+    short, status = sbatch(cluster, tmp_path, "--ntasks=2", "--time=1", early, str(SLURM / "one-node.sbatch"),
                            "nqueens", "15", "--skeleton", "stacksteal", "--progress-every", "0.5")
     log = (tmp_path / f"yewpy-{short}.out").read_text()
     verdicts = [line.rpartition(": ")[2] for line in log.splitlines() if "wall time" in line]
     assert status == 0 and verdicts and verdicts[-1] == "expected to finish", log[-2000:]
-    long, status = sbatch(cluster, tmp_path, "--ntasks=2", "--time=1", str(SLURM / "one-node.sbatch"),
+    long, status = sbatch(cluster, tmp_path, "--ntasks=2", "--time=1", early, str(SLURM / "one-node.sbatch"),
                           "nqueens", "18", "--skeleton", "stacksteal", "--progress-every", "1",
                           "--time-limit", "4")
     log = (tmp_path / f"yewpy-{long}.out").read_text()
