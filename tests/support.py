@@ -18,6 +18,19 @@ SHARED = Path(os.environ.get("YEWPY_SHARED", ROOT.parent / "shared"))
 INSTANCES = SHARED / "instances"
 
 
+def same_optimum(found: Any, oracle: Any) -> bool:
+    """Assert that a pruned search found the oracle's optimum, or like it none; true when there is one."""
+    import math
+
+    import pytest
+
+    if oracle.objective is None or math.isinf(oracle.objective):
+        assert found.objective is None or math.isinf(found.objective)
+        return False
+    assert found.objective == pytest.approx(oracle.objective, rel=1e-12)
+    return True
+
+
 def require_shared() -> None:
     """Fail (never skip) when the reference instances are missing: tests without them are vacuous."""
     if not INSTANCES.is_dir():
