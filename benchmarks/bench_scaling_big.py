@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from bench_mpi_speedup import tool
+from bench_scaling_curves import timed_runs
 
 from yewpy.tools.speedup import medians, read_runs
 
@@ -57,19 +58,11 @@ def scaling(out: Path, name: str, args: list[str], ranks: int, marks: list[int],
     return medians(read_runs(out / name / "scaling.csv"), baseline)
 
 
-def rates(args: list[str], copies: int, seconds: float) -> list[dict]:
-    """The JSON results of ``copies`` time-limited 1-rank runs started together."""
-    procs = [subprocess.Popen([tool("mpiexec"), "-n", "1", tool("yewpy"), *args, "--time-limit", str(seconds),
-                               "--json", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              text=True) for _ in range(copies)]
-    return [json.loads(p.communicate()[0]) for p in procs]
-
-
 def ceiling(out: Path, name: str, args: list[str], ranks: int, seconds: float) -> tuple[float, float]:
     """(node rate of one run alone, ceiling at ``ranks``): the lone run's rate, and the median rate of
     ``ranks`` runs at once over it."""
-    alone = rates(args, 1, seconds)
-    together = rates(args, ranks, seconds)
+    alone = timed_runs(args, 1, seconds)
+    together = timed_runs(args, ranks, seconds)
     with (out / "rates.jsonl").open("a") as f:
         for copies, results in ((1, alone), (ranks, together)):
             for r in results:

@@ -47,13 +47,17 @@ def curve_cases(shared: Path, out: Path) -> dict[str, list[str]]:
             "subsetsum32": ["knapsack", str(subset_sum(out / "subsetsum32.txt"))]}
 
 
-def rate(args: list[str], copies: int, seconds: float) -> float:
-    """Median nodes per second of ``copies`` independent 1-rank runs of ``seconds`` started together."""
+def timed_runs(args: list[str], copies: int, seconds: float) -> list[dict]:
+    """The JSON results of ``copies`` independent 1-rank runs of ``seconds`` started together."""
     procs = [subprocess.Popen([tool("mpiexec"), "-n", "1", tool("yewpy"), *args, "--time-limit", str(seconds),
                                "--json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
              for _ in range(copies)]
-    results = [json.loads(p.communicate()[0]) for p in procs]
-    return statistics.median(r["nodes"] / r["seconds"] for r in results)
+    return [json.loads(p.communicate()[0]) for p in procs]
+
+
+def rate(args: list[str], copies: int, seconds: float) -> float:
+    """Median nodes per second of ``copies`` independent 1-rank runs of ``seconds`` started together."""
+    return statistics.median(r["nodes"] / r["seconds"] for r in timed_runs(args, copies, seconds))
 
 
 def sweep(name: str, args: list[str], opts: argparse.Namespace) -> str:
