@@ -137,7 +137,7 @@ class StageCosts:
             classes = ((g, prev),)
         else:
             classes = tuple((gg, gg if j else None) for gg, _ in sh.parts)
-        recomputes: dict = {}  # layers recomputed by each "block" option, over the classes
+        recomputes: dict = {}  # ZeRO stage -> layers its "block" option recomputes, over the classes
         per_class = []
         for gg, before in classes:
             cc = self._class_consts(sid, gg, before)
@@ -162,7 +162,7 @@ class StageCosts:
                     if layers is None:
                         terms.append(None)
                         continue
-                    recomputes[(rc, z)] = recomputes.get((rc, z), 0) + layers
+                    recomputes[z] = recomputes.get(z, 0) + layers
                     tau = tab.partial(tab.time, lo, hi, layers)
                 else:
                     tau = tab.time[rc][hi] - tab.time[rc][lo]
@@ -187,7 +187,7 @@ class StageCosts:
             row = [terms[i] for terms in per_class]
             if any(r is None for r in row):
                 continue
-            if rc == "block" and not recomputes[(rc, z)] and ("none", z) in allowed:
+            if rc == "block" and not recomputes[z] and ("none", z) in allowed:
                 continue  # recomputes nothing: the "none" option itself
             if sh.mode == "pipe":
                 out.append((row[0][0], row[0][1], row[0][2], rc, z))
