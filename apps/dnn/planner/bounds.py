@@ -12,14 +12,17 @@ from bisect import bisect_right
 from yewpy.apps.dnn.cost import (
     ZERO3_OVERLAP,
     StageTables,
+    allreduce,
     flat_ring,
     hierarchical_allreduce,
     state_bytes_per_param,
     zero3_collectives,
 )
 from yewpy.apps.dnn.planner.shares import water_fill
+from yewpy.apps.dnn.planner.stage_floor import Mode, StageFloor
 
 SAFETY = 1.0 - 1e-9  # bounds are shrunk by this factor against rounding
+FLOOR_STEPS = 7  # bisection steps of the stage floor: within 0.4% of its bracket's low end
 
 
 class Bounds:
@@ -70,6 +73,9 @@ class Bounds:
         sh = self.shapes[sid]
         floors = self._floors(sid, lo, counts)
         if sh.mode == "pipe":
+            floor = self._floor_known.get(sid)  # the stage floor bounds the Jensen term's quantity
+            if floor is not None and floor > floors[2]:
+                floors = (floors[0], floors[1], floor)
             return pipe_bound(floors, S[0], X[0], E, sh.div, sh.c1)
         A, Xs = [], []
         for c, (total, x_lb) in enumerate(floors):
@@ -174,6 +180,99 @@ class Bounds:
                     low = mid
         self._minmax_cache[key] = low
         return low
+
+
+    def refine_floor(self, sid: int, limit: float) -> None:
+        """Raise shape ``sid``'s memory-aware stage floor (``stage_floor.py``) until its start
+        node's bound exceeds ``limit``, or else to its full value for the nodes below. One cut at
+        the cap the limit asks for decides most shapes; only a shape the search will enter pays
+        for the bisection. Applies to one-group pipe shapes with c1 >= 1 (c1 tau + exposed must
+        not fall as tau grows)."""
+        sh = self.shapes[sid]
+        if sid in self._floor_exact or sh.mode != "pipe" or len(sh.parts) > 1 or sh.c1 < 1:
+            return
+        g, p, _ = sh.parts[0]
+        self._floor_exact.add(sid)
+        if p == 1:  # one stage: its options are the plans
+            options = self._stage_options(sid, g, 0, self.n, 0, None)
+            self._floor_known[sid] = min((sh.c1 * b + c for _, b, c, _, _ in options), default=math.inf)
+            return
+        tab, usable, zc, _, _, _, infl, _ = self._class_consts(sid, g, None)
+        floor = StageFloor(self._floor_modes(sid, tab, zc), tab.params, tab.expert, tab.t, usable, infl[:p])
+        low = sh.c1 * self._minmax(tab, 0, p, tab.time["none"][self.n] / p)
+        if floor.cuts(low):
+            self._floor_known[sid] = low
+            return
+        total = self._floors(sid, 0, self.start_counts(sid))[0] / sh.div
+        cap = (limit / SAFETY - total) * (1 + 1e-9)  # a floor above it lifts the bound above limit
+        if cap > low and not floor.cuts(cap):
+            self._floor_exact.discard(sid)  # enough for this limit; a lower one may ask for more
+            self._floor_known[sid] = cap
+            return
+        high = cap if cap > low else math.inf
+        self._floor_known[sid] = floor.least(max(low, self._floor_known.get(sid, low)), high, FLOOR_STEPS)
+
+    def _floor_modes(self, sid: int, tab: StageTables, zc: dict) -> list[Mode]:
+        """Shape ``sid``'s (recompute, ZeRO) options as the stage floor sees them: a stage's
+        c1 tau + exposed over [lo, hi) is the largest of prefix[hi] - prefix[lo] + offset over a
+        mode's terms (``stage_terms``' arithmetic, regrouped: every part is linear in the blocks'
+        prefix sums). Latencies of expert all-reduces are left out (a floor may be low). "block"
+        is relaxed to the time of no recompute and the activations of recomputing every block
+        where that stores less: its least time and memory at any count."""
+        sh, tr, n = self.shapes[sid], self.train, self.n
+        c1, t = sh.c1, tab.t
+        dense_link = expert_byte = None
+        if sh.replicas > 1:
+            latency, per_byte, _ = self._jensen_terms(sid, sh.parts[0][0], t)
+            dense_link = (latency, per_byte * tr.grad_bytes)
+            if tab.expert_replicas > 1:
+                expert_byte = allreduce(tr.grad_bytes, tab.expert_replicas, *tab.expert_ring)
+                expert_byte -= allreduce(0.0, tab.expert_replicas, *tab.expert_ring)
+        zero3 = None
+        out = []
+        for rc, z in self._allowed(sid):
+            state, gbuf, touched_f, m_dp, state_e, touched_e = zc[z]
+            act, working_set = tab.act["full" if rc == "block" else rc], tab.working_set
+            if rc == "block":
+                full, none = tab.act["full"], tab.act["none"]
+                act = [0.0]
+                for i in range(n):
+                    act.append(act[-1] + min(full[i + 1] - full[i], none[i + 1] - none[i]))
+            elif rc != "full":
+                working_set = 0.0
+            times = tab.time["none" if rc == "block" else rc]
+            touched = [((tab.params[i] - tab.expert[i]) * touched_f + tab.expert[i] * touched_e) / t
+                       for i in range(n + 1)]
+            terms = [([c1 * times[i] + touched[i] for i in range(n + 1)], 0.0)]
+            if z == 3:
+                if zero3 is None:
+                    zero3 = self._zero3_prefix(sid, tab)
+                terms.append(([c1 * (zero3[i] + (1 - ZERO3_OVERLAP) * times[i]) + touched[i]
+                               for i in range(n + 1)], 0.0))
+            elif dense_link is not None:
+                scale = (m_dp + 1) / 2 if z == 2 else 1.0
+                e_byte = expert_byte or 0.0
+                terms.append(([(c1 - 2 / 3) * times[i] + touched[i]
+                               + scale * (dense_link[1] * tab.dense[i] + e_byte * tab.expert[i]) / t
+                               for i in range(n + 1)], scale * dense_link[0]))
+            out.append(Mode(tuple(terms), act, working_set, state, state_e, gbuf))
+        return out
+
+    def _zero3_prefix(self, sid: int, tab: StageTables) -> list:
+        """Prefix sums of ZeRO-3's collectives per micro-batch (``zero3_collectives``, dense and
+        expert): linear in the blocks and their parameters."""
+        sh, wb = self.shapes[sid], self.train.weight_bytes
+        bw, lat = flat_ring(self.dp_link(sid, sh.parts[0][0], tab.t))
+        d, r = sh.replicas, tab.expert_replicas
+        e_bw, e_lat = tab.expert_ring
+        experts = r > 1 and tab.expert[self.n] > 0
+        out = []
+        for i in range(self.n + 1):
+            c3 = (d - 1) * (3 * i * lat + 3 * wb * tab.dense[i] / tab.t / d / bw)
+            if experts:
+                c3 += (r - 1) * (3 * i * e_lat + 3 * wb * tab.expert[i] / tab.t / r / e_bw)
+            out.append(c3)
+        return out
 
 
 def pipe_bound(floors: tuple, s: float, x: float, e: float, div: int, c1: float) -> float:

@@ -66,7 +66,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
     #: caches whose entries depend only on their keys: a copy shares them (see ``__deepcopy__``)
     SHARED = frozenset({
         "model", "cluster", "train", "shapes", "tables", "costs", "opts", "_slots_cache", "_slot_cache",
-        "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "_ranking",
+        "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "_floor_known",
+        "_floor_exact", "_ranking",
     })
 
     def __deepcopy__(self, memo: dict) -> PlanSearch:
@@ -106,6 +107,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._minmax_cache: dict = {}
         self._jensen_cache: dict = {}
         self._floors_cache: dict = {}
+        self._floor_known: dict = {}  # shape -> a lower bound on its costliest stage (refine_floor)
+        self._floor_exact: set = set()  # shapes whose floor is as high as refine_floor takes it
         self.shapes = self._shapes()
         if not rank:  # only for replaying known plans (sensitivity sweeps)
             return
@@ -166,6 +169,9 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         bound = self.time_bound(child)
         if limit is None:
             limit = self._limit(child[1]) if child[0] == "s" else self._bar()
+        if child[0] == "s" and child[2] == 0 and bound <= limit:  # a shape's start: worth its floor
+            self.refine_floor(child[1], limit)
+            bound = self.time_bound(child)
         return bound <= limit and bound != math.inf  # bounds are shrunk: equal times stay
 
     def _bar(self) -> float:
