@@ -75,7 +75,7 @@ setup(
               "yewpy.apps.dnn.fusion"],
     package_dir={"yewpy": "yewpy", "yewpy.skeletons": "skeletons", "yewpy.apps": "apps"},
     package_data={"yewpy": ["py.typed", "*.pyi"], "yewpy.apps": ["*.pyi"],
-                  "yewpy.apps.dnn.fusion": ["*.pyi"]},
+                  "yewpy.apps.dnn.fusion": ["*.pyi"], "yewpy.apps.dnn.planner": ["*.pyi"]},
     ext_modules=extensions(),
     cmdclass={"build_py": BuildPyWithPxd},
 )

@@ -3,8 +3,10 @@ plan, on random memory-starved instances against the exhaustive tree, and tight 
 
 from __future__ import annotations
 
+import functools
 import math
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,16 +16,75 @@ from yewpy.apps.dnn.cost import Training
 from yewpy.apps.dnn.model_files import load_model
 from yewpy.apps.dnn.models import transformer
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch
+from yewpy.apps.dnn.planner.bounds import pipe_bound
+from yewpy.apps.dnn.planner.stage_floor import Mode, StageFloor
 
 RECOMPUTE_SETS = [("none", "selective", "full"), ("none", "full", "block"), ("none",), ("selective", "block")]
 ZERO_SETS = [(0, 1, 2, 3), (0, 1), (2, 3), (3,)]
 
 
 def start_bound(search: PlanSearch, sid: int) -> float:
-    """The search's bound of shape ``sid``'s first stage node, its memory-aware floor raised as far
-    as it goes (the search raises it only as far as its limit asks)."""
-    search.refine_floor(sid, math.inf)
+    """The search's bound of shape ``sid``'s first stage node (its memory-aware floor included)."""
     return search.time_bound(search.start_node(sid))
+
+
+def brute_minmax(modes: list[Mode], params, expert, t: float, usable: float, inflight: list, lo: int,
+                 first: int) -> float:
+    """The least over every cut of blocks [lo, n) into at most the stages first .. p - 1 (each
+    non-empty) of its costliest stage, each stage at its cheapest mode that fits: a memoised
+    recursion over (stage, position), independent of the greedy."""
+    n = len(params) - 1
+
+    def cost(j: int, a: int, b: int) -> float:
+        best = math.inf
+        for m in modes:
+            experts = (expert[b] - expert[a]) / t
+            state = ((params[b] - params[a]) / t - experts) * m.state + experts * m.state_e + m.gather
+            if state + (m.act[b] - m.act[a]) * inflight[j] + m.working_set <= usable:
+                best = min(best, max(pre[b] - pre[a] + off for pre, off in m.terms))
+        return best
+
+    @functools.cache
+    def rest(j: int, a: int) -> float:
+        if a == n:
+            return 0.0
+        if j == len(inflight):
+            return math.inf
+        return min(max(cost(j, a, b), rest(j + 1, b)) for b in range(a + 1, n + 1))
+
+    return rest(first, lo)
+
+
+def prefix(values: list[float]) -> np.ndarray:
+    return np.concatenate(([0.0], np.cumsum(values)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), n=st.integers(1, 9), p=st.integers(1, 5), modes=st.integers(1, 3))
+def test_compiled_cut_matches_brute_force(data, n, p, modes):
+    """``StageFloor.cuts`` says whether the brute-force min-max is within the cap, from any start
+    (lo, first stage), and ``least`` brackets it: on random non-negative block costs and memory."""
+    values = st.lists(st.floats(0, 10, allow_nan=False), min_size=n, max_size=n)
+    drawn = []
+    for _ in range(modes):
+        terms = tuple((prefix(data.draw(values)), data.draw(st.floats(0, 5))) for _ in range(data.draw(
+            st.integers(1, 2))))
+        drawn.append(Mode(terms, prefix(data.draw(values)), data.draw(st.floats(0, 5)),
+                          data.draw(st.floats(0, 2)), data.draw(st.floats(0, 2)), data.draw(st.floats(0, 5))))
+    params, expert = prefix(data.draw(values)), prefix([0.0] * n)
+    inflight = sorted(data.draw(st.lists(st.floats(0.5, 4), min_size=p, max_size=p)), reverse=True)
+    usable = data.draw(st.floats(5, 120))
+    floor = StageFloor(drawn, params, expert, 1.0, usable, inflight)
+    lo, first = data.draw(st.integers(0, n)), data.draw(st.integers(0, p))
+    oracle = brute_minmax(drawn, params, expert, 1.0, usable, inflight, lo, first)
+    for cap in data.draw(st.lists(st.floats(0, 80), min_size=1, max_size=6)) + [math.inf]:
+        if abs(cap - oracle) > 1e-9:
+            assert floor.cuts(cap, lo, first) == (oracle <= cap), (cap, oracle)
+    least = 0.0 if floor.cuts(0.0, lo, first) else floor.least(0.0, math.inf, 40, lo, first)
+    assert least <= oracle + 1e-9
+    assert math.isinf(least) == math.isinf(oracle)
+    if not math.isinf(oracle):
+        assert oracle <= least * (1 + 1e-6) + 1e-6
 
 
 @settings(max_examples=40, deadline=None)
@@ -65,5 +126,7 @@ def test_floor_is_tight_where_memory_binds():
     sid = plan[1]
     shape = search.shapes[sid]
     assert (shape.parts, shape.d, shape.b, shape.schedule) == (((0, 32, 8),), 2, 1, "1f1b")
-    assert search.root_lb[sid] < 0.85 * second
+    floors = search._floors(sid, 0, search.start_counts(sid))  # the time-only floors
+    time_only = pipe_bound(floors, 0.0, 0.0, 0.0, shape.div, shape.c1)
+    assert time_only < 0.85 * second
     assert 0.99 * second < start_bound(search, sid) <= second

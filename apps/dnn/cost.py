@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from yewpy.apps.dnn.cluster import GIB, DeviceGroup
 from yewpy.apps.dnn.models import Model
 
@@ -293,6 +295,23 @@ class StageTables:
         self.tied = model.blocks[-1].tied and len(model.blocks) > 1
         self.boundaries = [blk.boundary for blk in model.blocks]
         self.n = n
+        self._arrays: dict | None = None
+
+    def arrays(self) -> dict:
+        """The prefix tables as numpy arrays, built once: ``params``, ``expert``, ``dense``,
+        ``time_<mode>`` and ``act_<mode>`` per tabled recompute mode, and ``act_block``, the
+        activations of recomputing each layer in full where that stores less (the least any
+        per-layer recomputation count can hold)."""
+        if self._arrays is None:
+            out = {"params": np.asarray(self.params), "expert": np.asarray(self.expert),
+                   "dense": np.asarray(self.dense)}
+            for rc in TABLED:
+                out["time_" + rc] = np.asarray(self.time[rc])
+                out["act_" + rc] = np.asarray(self.act[rc])
+            least = np.minimum(np.diff(out["act_full"]), np.diff(out["act_none"]))
+            out["act_block"] = np.concatenate(([0.0], np.cumsum(least)))
+            self._arrays = out
+        return self._arrays
 
     def layers(self, lo: int, hi: int) -> tuple[int, int]:
         """The blocks of [lo, hi) that per-layer recomputation may recompute: all but the model's first

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 
+import numpy as np
+
 from yewpy.apps.dnn.cost import (
     ZERO3_OVERLAP,
     StageTables,
@@ -22,7 +24,7 @@ from yewpy.apps.dnn.planner.shares import water_fill
 from yewpy.apps.dnn.planner.stage_floor import Mode, StageFloor
 
 SAFETY = 1.0 - 1e-9  # bounds are shrunk by this factor against rounding
-FLOOR_STEPS = 7  # bisection steps of the stage floor: within 0.4% of its bracket's low end
+FLOOR_STEPS = 10  # bisection steps of the stage floor: within 0.05% of its bracket's low end
 
 
 class Bounds:
@@ -36,12 +38,12 @@ class Bounds:
         parameters are further split over ep ranks and their ZeRO state over d/ep replicas."""
         sh, tr = self.shapes[sid], self.train
         zeros = [z for _, z in self._allowed(sid)] or [0]
-        experts = sum(blk.expert_params for blk in self.model.blocks)
+        params, experts = self._model_params
 
         def per_param(z: int, replicas: int) -> float:
             return state_bytes_per_param(z, replicas, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
 
-        state_bytes = min((self.model.params - experts) * per_param(z, sh.replicas)
+        state_bytes = min((params - experts) * per_param(z, sh.replicas)
                           + experts * per_param(z, sh.d // sh.ep) / sh.ep for z in zeros)
         if sh.mode == "pipe":
             width = sum(stages * t for _, stages, t in sh.parts)
@@ -73,8 +75,8 @@ class Bounds:
         sh = self.shapes[sid]
         floors = self._floors(sid, lo, counts)
         if sh.mode == "pipe":
-            floor = self._floor_known.get(sid)  # the stage floor bounds the Jensen term's quantity
-            if floor is not None and floor > floors[2]:
+            floor = self.stage_floors[sid]  # the stage floor bounds the Jensen term's quantity
+            if floor > floors[2]:
                 floors = (floors[0], floors[1], floor)
             return pipe_bound(floors, S[0], X[0], E, sh.div, sh.c1)
         A, Xs = [], []
@@ -129,6 +131,8 @@ class Bounds:
                     dp = min(per_byte * dense * self.train.grad_bytes, c1 * zero3 * dense)
                     hide = max(2 / 3, c1 * ZERO3_OVERLAP)
                 ev = c1 * avg + max(0.0, dp - avg * hide)
+            if 0 < lo and len(sh.parts) == 1 and c1 >= 1 and self.stage_floors[sid] > -math.inf:
+                ev = max(ev, self._suffix_floor(sid, lo, q, c1 * x_lb))  # the whole shape's: _bound_state
             return total, x_lb, ev
         out = []
         for g, _ in sh.parts:
@@ -182,35 +186,39 @@ class Bounds:
         return low
 
 
-    def refine_floor(self, sid: int, limit: float) -> None:
-        """Raise shape ``sid``'s memory-aware stage floor (``stage_floor.py``) until its start
-        node's bound exceeds ``limit``, or else to its full value for the nodes below. One cut at
-        the cap the limit asks for decides most shapes; only a shape the search will enter pays
-        for the bisection. Applies to one-group pipe shapes with c1 >= 1 (c1 tau + exposed must
-        not fall as tau grows)."""
+    def stage_floor(self, sid: int) -> float:
+        """A lower bound on max_j (c1 tau_j + exposed_j) over the stages of every plan of shape
+        ``sid``, memory counted (``stage_floor.py``); -inf where it does not apply (several groups,
+        hap, or c1 < 1, where c1 tau + exposed may fall as tau grows), inf where no plan fits.
+
+        Where memory binds (large models on few GPUs) the early stages, which hold the most
+        micro-batches, must recompute, shard their state with ZeRO (whose communication is then
+        exposed) or take fewer blocks; the time-only floors miss all three and were about 20% low
+        on the 1T model on 512 A100 (docs/dnn.md)."""
         sh = self.shapes[sid]
-        if sid in self._floor_exact or sh.mode != "pipe" or len(sh.parts) > 1 or sh.c1 < 1:
-            return
+        if sh.mode != "pipe" or len(sh.parts) > 1 or sh.c1 < 1:
+            return -math.inf
         g, p, _ = sh.parts[0]
-        self._floor_exact.add(sid)
         if p == 1:  # one stage: its options are the plans
             options = self._stage_options(sid, g, 0, self.n, 0, None)
-            self._floor_known[sid] = min((sh.c1 * b + c for _, b, c, _, _ in options), default=math.inf)
-            return
-        tab, usable, zc, _, _, _, infl, _ = self._class_consts(sid, g, None)
-        floor = StageFloor(self._floor_modes(sid, tab, zc), tab.params, tab.expert, tab.t, usable, infl[:p])
-        low = sh.c1 * self._minmax(tab, 0, p, tab.time["none"][self.n] / p)
-        if floor.cuts(low):
-            self._floor_known[sid] = low
-            return
-        total = self._floors(sid, 0, self.start_counts(sid))[0] / sh.div
-        cap = (limit / SAFETY - total) * (1 + 1e-9)  # a floor above it lifts the bound above limit
-        if cap > low and not floor.cuts(cap):
-            self._floor_exact.discard(sid)  # enough for this limit; a lower one may ask for more
-            self._floor_known[sid] = cap
-            return
-        high = cap if cap > low else math.inf
-        self._floor_known[sid] = floor.least(max(low, self._floor_known.get(sid, low)), high, FLOOR_STEPS)
+            return min((sh.c1 * b + c for _, b, c, _, _ in options), default=math.inf)
+        tab = self.table(g, sh.parts[0][2], sh)
+        return self._suffix_floor(sid, 0, p, sh.c1 * self._minmax(tab, 0, p, tab.time["none"][self.n] / p))
+
+    def _suffix_floor(self, sid: int, lo: int, q: int, low: float) -> float:
+        """``stage_floor`` for the last q stages over blocks [lo, n) (the stages a node has left),
+        given ``low``, a value known to be at most it."""
+        floor = self._stage_floor_cores.get(sid)
+        if floor is None:
+            sh = self.shapes[sid]
+            g, p, _ = sh.parts[0]
+            tab, usable, zc, _, _, _, infl, _ = self._class_consts(sid, g, None)
+            arrays = tab.arrays()
+            floor = StageFloor(self._floor_modes(sid, tab, zc), arrays["params"], arrays["expert"], tab.t,
+                               usable, infl[:p])
+            self._stage_floor_cores[sid] = floor
+        first = self.shapes[sid].p - q
+        return low if floor.cuts(low, lo, first) else floor.least(low, math.inf, FLOOR_STEPS, lo, first)
 
     def _floor_modes(self, sid: int, tab: StageTables, zc: dict) -> list[Mode]:
         """Shape ``sid``'s (recompute, ZeRO) options as the stage floor sees them: a stage's
@@ -219,59 +227,46 @@ class Bounds:
         prefix sums). Latencies of expert all-reduces are left out (a floor may be low). "block"
         is relaxed to the time of no recompute and the activations of recomputing every block
         where that stores less: its least time and memory at any count."""
-        sh, tr, n = self.shapes[sid], self.train, self.n
+        sh, tr, arrays = self.shapes[sid], self.train, tab.arrays()
         c1, t = sh.c1, tab.t
-        dense_link = expert_byte = None
+        params, expert, dense = arrays["params"], arrays["expert"], arrays["dense"]
+        dp_byte = None  # the data-parallel all-reduce's seconds per gradient prefix entry, latency
         if sh.replicas > 1:
             latency, per_byte, _ = self._jensen_terms(sid, sh.parts[0][0], t)
-            dense_link = (latency, per_byte * tr.grad_bytes)
+            dp_byte = per_byte * tr.grad_bytes * dense / t
             if tab.expert_replicas > 1:
-                expert_byte = allreduce(tr.grad_bytes, tab.expert_replicas, *tab.expert_ring)
-                expert_byte -= allreduce(0.0, tab.expert_replicas, *tab.expert_ring)
+                ring = (tab.expert_replicas, *tab.expert_ring)
+                dp_byte = dp_byte + (allreduce(tr.grad_bytes, *ring) - allreduce(0.0, *ring)) * expert / t
         zero3 = None
         out = []
         for rc, z in self._allowed(sid):
             state, gbuf, touched_f, m_dp, state_e, touched_e = zc[z]
-            act, working_set = tab.act["full" if rc == "block" else rc], tab.working_set
-            if rc == "block":
-                full, none = tab.act["full"], tab.act["none"]
-                act = [0.0]
-                for i in range(n):
-                    act.append(act[-1] + min(full[i + 1] - full[i], none[i + 1] - none[i]))
-            elif rc != "full":
-                working_set = 0.0
-            times = tab.time["none" if rc == "block" else rc]
-            touched = [((tab.params[i] - tab.expert[i]) * touched_f + tab.expert[i] * touched_e) / t
-                       for i in range(n + 1)]
-            terms = [([c1 * times[i] + touched[i] for i in range(n + 1)], 0.0)]
+            act = arrays["act_block" if rc == "block" else "act_" + rc]
+            working_set = tab.working_set if rc in ("full", "block") else 0.0
+            times = arrays["time_" + ("none" if rc == "block" else rc)]
+            touched = ((params - expert) * touched_f + expert * touched_e) / t
+            terms = [(c1 * times + touched, 0.0)]
             if z == 3:
                 if zero3 is None:
                     zero3 = self._zero3_prefix(sid, tab)
-                terms.append(([c1 * (zero3[i] + (1 - ZERO3_OVERLAP) * times[i]) + touched[i]
-                               for i in range(n + 1)], 0.0))
-            elif dense_link is not None:
+                terms.append((c1 * (zero3 + (1 - ZERO3_OVERLAP) * times) + touched, 0.0))
+            elif dp_byte is not None:
                 scale = (m_dp + 1) / 2 if z == 2 else 1.0
-                e_byte = expert_byte or 0.0
-                terms.append(([(c1 - 2 / 3) * times[i] + touched[i]
-                               + scale * (dense_link[1] * tab.dense[i] + e_byte * tab.expert[i]) / t
-                               for i in range(n + 1)], scale * dense_link[0]))
+                terms.append(((c1 - 2 / 3) * times + touched + scale * dp_byte, scale * latency))
             out.append(Mode(tuple(terms), act, working_set, state, state_e, gbuf))
         return out
 
-    def _zero3_prefix(self, sid: int, tab: StageTables) -> list:
+    def _zero3_prefix(self, sid: int, tab: StageTables) -> np.ndarray:
         """Prefix sums of ZeRO-3's collectives per micro-batch (``zero3_collectives``, dense and
         expert): linear in the blocks and their parameters."""
-        sh, wb = self.shapes[sid], self.train.weight_bytes
+        sh, wb, arrays = self.shapes[sid], self.train.weight_bytes, tab.arrays()
         bw, lat = flat_ring(self.dp_link(sid, sh.parts[0][0], tab.t))
         d, r = sh.replicas, tab.expert_replicas
-        e_bw, e_lat = tab.expert_ring
-        experts = r > 1 and tab.expert[self.n] > 0
-        out = []
-        for i in range(self.n + 1):
-            c3 = (d - 1) * (3 * i * lat + 3 * wb * tab.dense[i] / tab.t / d / bw)
-            if experts:
-                c3 += (r - 1) * (3 * i * e_lat + 3 * wb * tab.expert[i] / tab.t / r / e_bw)
-            out.append(c3)
+        blocks = np.arange(self.n + 1, dtype=float)
+        out = (d - 1) * (3 * blocks * lat + 3 * wb * arrays["dense"] / tab.t / d / bw)
+        if r > 1 and tab.expert[self.n] > 0:
+            e_bw, e_lat = tab.expert_ring
+            out = out + (r - 1) * (3 * blocks * e_lat + 3 * wb * arrays["expert"] / tab.t / r / e_bw)
         return out
 
 

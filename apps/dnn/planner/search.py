@@ -66,8 +66,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
     #: caches whose entries depend only on their keys: a copy shares them (see ``__deepcopy__``)
     SHARED = frozenset({
         "model", "cluster", "train", "shapes", "tables", "costs", "opts", "_slots_cache", "_slot_cache",
-        "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "_floor_known",
-        "_floor_exact", "_ranking",
+        "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
+        "_stage_floor_cores", "_ranking",
     })
 
     def __deepcopy__(self, memo: dict) -> PlanSearch:
@@ -107,12 +107,15 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._minmax_cache: dict = {}
         self._jensen_cache: dict = {}
         self._floors_cache: dict = {}
-        self._floor_known: dict = {}  # shape -> a lower bound on its costliest stage (refine_floor)
-        self._floor_exact: set = set()  # shapes whose floor is as high as refine_floor takes it
         self.shapes = self._shapes()
+        self.stage_floors = [-math.inf] * len(self.shapes)  # per shape: bounds.stage_floor, once ranked
         if not rank:  # only for replaying known plans (sensitivity sweeps)
             return
+        self._stage_floor_cores: dict = {}  # shape -> its compiled StageFloor (bounds._suffix_floor)
+        self._model_params = (model.params, sum(blk.expert_params for blk in model.blocks))
         self.floors = [self.memory_floor(i) for i in range(len(self.shapes))]
+        self.stage_floors = [self.stage_floor(i) if need <= usable else math.inf for i, (need, usable) in
+                             enumerate(self.floors)]
         self.root_lb = [
             self._bound_state(i, 0, self.start_counts(i), *self.zero_state(i)) if need <= usable else math.inf
             for i, (need, usable) in enumerate(self.floors)
@@ -169,9 +172,6 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         bound = self.time_bound(child)
         if limit is None:
             limit = self._limit(child[1]) if child[0] == "s" else self._bar()
-        if child[0] == "s" and child[2] == 0 and bound <= limit:  # a shape's start: worth its floor
-            self.refine_floor(child[1], limit)
-            bound = self.time_bound(child)
         return bound <= limit and bound != math.inf  # bounds are shrunk: equal times stay
 
     def _bar(self) -> float:

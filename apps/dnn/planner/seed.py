@@ -70,8 +70,8 @@ class Seeding:
                 lo, prev = hi, g
             return tuple(stages)
 
-        low = c1 * self._floors(sid, 0, self.start_counts(sid))[1]
-        high = max(low, self.root_lb[sid], 1e-9)
+        low = max(c1 * self._floors(sid, 0, self.start_counts(sid))[1], self.stage_floors[sid])
+        high = max(1.05 * low, 1e-9)
         for _ in range(64):  # a cap that fits: grow from the root bound
             stages = cut(high)
             if stages is not None:

@@ -1,0 +1,9 @@
+from collections.abc import Sequence
+
+from yewpy.apps.dnn.planner.stage_floor import Mode
+
+class StageFloor:
+    def __init__(self, modes: list[Mode], params: Sequence[float], expert: Sequence[float], t: float,
+                 usable: float, inflight: Sequence[float]) -> None: ...
+    def cuts(self, cap: float, lo: int = 0, first: int = 0) -> bool: ...
+    def least(self, low: float, high: float, steps: int, lo: int = 0, first: int = 0) -> float: ...

@@ -1,0 +1,165 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Compiled core of the planner's memory-aware stage floor (``yewpy.apps.dnn.planner.stage_floor``).
+
+Cuts of blocks [0, n) into p pipeline stages: stage j may take blocks [lo, hi) under a mode when
+they fit in memory at its in-flight count and the mode's cost, the largest of prefix[hi] -
+prefix[lo] + offset over its terms, is at most a cap.
+"""
+
+from libc.stdlib cimport free, malloc
+
+cdef double INF = float("inf")
+
+
+cdef inline int _reach(const double* prefix, double limit, int lo, int n) noexcept nogil:
+    """The largest hi in [lo, n] with prefix[hi] <= limit (prefix non-decreasing; lo if none
+    beyond lo): Python's bisect_right(prefix, limit, lo, n + 1) - 1."""
+    cdef int low = lo, high = n + 1, mid
+    while low < high:
+        mid = (low + high) >> 1
+        if limit < prefix[mid]:
+            high = mid
+        else:
+            low = mid + 1
+    return low - 1
+
+
+cdef class StageFloor:
+    """Cuts of blocks [0, n) into ``len(inflight)`` stages under ``modes`` (``stage_floor.Mode``):
+    ``cuts(cap)`` and ``least(low, high, steps)``."""
+
+    cdef int n, p, modes, width
+    cdef double t, usable
+    cdef double* params
+    cdef double* expert
+    cdef double* inflight
+    cdef double* terms      # per mode: up to two prefix arrays of n + 1
+    cdef double* offsets    # per mode: two offsets
+    cdef int* nterms        # per mode: 1 or 2
+    cdef double* act        # per mode: activation prefix of n + 1
+    cdef double* scalars    # per mode: working set, state, expert state, gather
+
+    def __cinit__(self, list modes, const double[::1] params, const double[::1] expert, double t, double usable,
+                  inflight):
+        cdef int i, m, k, w
+        cdef const double[::1] prefix, act
+        self.n = params.shape[0] - 1
+        self.p = len(inflight)
+        self.modes = len(modes)
+        self.width = self.n + 1
+        self.t, self.usable = t, usable
+        w = self.width
+        self.params = <double*> malloc(w * sizeof(double))
+        self.expert = <double*> malloc(w * sizeof(double))
+        self.inflight = <double*> malloc(max(1, self.p) * sizeof(double))
+        self.terms = <double*> malloc(max(1, self.modes) * 2 * w * sizeof(double))
+        self.offsets = <double*> malloc(max(1, self.modes) * 2 * sizeof(double))
+        self.nterms = <int*> malloc(max(1, self.modes) * sizeof(int))
+        self.act = <double*> malloc(max(1, self.modes) * w * sizeof(double))
+        self.scalars = <double*> malloc(max(1, self.modes) * 4 * sizeof(double))
+        if (not self.params or not self.expert or not self.inflight or not self.terms or not self.offsets
+                or not self.nterms or not self.act or not self.scalars):
+            raise MemoryError()
+        for i in range(w):
+            self.params[i] = params[i]
+            self.expert[i] = expert[i]
+        for i in range(self.p):
+            self.inflight[i] = inflight[i]
+        for m, mode in enumerate(modes):
+            terms = mode.terms
+            if not 1 <= len(terms) <= 2:
+                raise ValueError("a stage-floor mode has one or two terms")
+            self.nterms[m] = len(terms)
+            for k, (prefix, offset) in enumerate(terms):
+                self.offsets[2 * m + k] = offset
+                for i in range(w):
+                    self.terms[(2 * m + k) * w + i] = prefix[i]
+            act = mode.act
+            for i in range(w):
+                self.act[m * w + i] = act[i]
+            self.scalars[4 * m] = mode.working_set
+            self.scalars[4 * m + 1] = mode.state
+            self.scalars[4 * m + 2] = mode.state_e
+            self.scalars[4 * m + 3] = mode.gather
+
+    def __dealloc__(self):
+        free(self.params)
+        free(self.expert)
+        free(self.inflight)
+        free(self.terms)
+        free(self.offsets)
+        free(self.nterms)
+        free(self.act)
+        free(self.scalars)
+
+    cdef inline bint _fits(self, int m, int j, int lo, int hi) noexcept nogil:
+        """Whether blocks [lo, hi) fit in memory as stage j under mode m."""
+        cdef double experts = (self.expert[hi] - self.expert[lo]) / self.t
+        cdef double dense = (self.params[hi] - self.params[lo]) / self.t - experts
+        cdef const double* s = self.scalars + 4 * m
+        cdef const double* a = self.act + m * self.width
+        return (dense * s[1] + experts * s[2] + s[3] + (a[hi] - a[lo]) * self.inflight[j] + s[0]
+                <= self.usable)
+
+    cdef bint _cuts(self, double cap, int pos, int first) noexcept nogil:
+        cdef int n = self.n, w = self.width, j, m, k, best, hi, low, high, mid
+        cdef const double* prefix
+        if pos >= n:
+            return True
+        for j in range(first, self.p):
+            best = pos
+            for m in range(self.modes):
+                hi = n
+                for k in range(self.nterms[m]):
+                    prefix = self.terms + (2 * m + k) * w
+                    hi = min(hi, _reach(prefix, prefix[pos] + cap - self.offsets[2 * m + k], pos, n))
+                if hi <= best:
+                    continue
+                if not self._fits(m, j, pos, hi):
+                    if not self._fits(m, j, pos, best + 1):
+                        continue
+                    low, high = best + 1, hi  # fits(low), not fits(high): memory grows with hi
+                    while high - low > 1:
+                        mid = (low + high) >> 1
+                        if self._fits(m, j, pos, mid):
+                            low = mid
+                        else:
+                            high = mid
+                    hi = low
+                best = hi
+            if best == pos:
+                return False
+            pos = best
+            if pos >= n:
+                return True
+        return False
+
+    def cuts(self, double cap, int lo=0, int first=0) -> bool:
+        """Whether some cut of blocks [lo, n) into stages ``first`` .. p - 1 has every stage fitting
+        under a mode of cost <= cap. Greedy: each stage as far as any mode takes it. A stage's least
+        cost never falls as it gains blocks, so after each stage the greedy reaches at least as far
+        as any such cut."""
+        if not (0 <= lo <= self.n and 0 <= first <= self.p):
+            raise ValueError("lo or first out of range")
+        return self._cuts(cap, lo, first)
+
+    def least(self, double low, double high, int steps, int lo=0, int first=0) -> float:
+        """A lower bound on the least cap that cuts (``cuts(cap, lo, first)``), given that ``low``
+        does not and ``high`` does (or is inf): ``steps`` bisections, after doubling ``high`` until
+        it cuts; inf if none does."""
+        cdef double mid
+        if not (0 <= lo <= self.n and 0 <= first <= self.p):
+            raise ValueError("lo or first out of range")
+        if high == INF:
+            high = 1.5 * low if low > 0 else 1e-9
+            while not self._cuts(high, lo, first):
+                if not self._cuts(INF, lo, first):
+                    return INF
+                low, high = high, 2 * high
+        for _ in range(steps):
+            mid = (low + high) / 2
+            if self._cuts(mid, lo, first):
+                high = mid
+            else:
+                low = mid
+        return low
