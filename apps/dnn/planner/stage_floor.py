@@ -4,8 +4,9 @@ shape's stages in which each stage may take only what fits in its memory.
 Eq. 1 charges c1 tau + exposed for the costliest stage, and where memory binds the early stages,
 which hold the most micro-batches, must recompute, shard their state with ZeRO (whose
 communication is then exposed) or take fewer blocks. :class:`StageFloor` answers, for one shape,
-whether the blocks cut into its p stages so that every stage fits under some option at a cost of at
-most a cap (``cuts``), and bisects for the least such cap (``least``). Every option's cost over
+whether the blocks cut into its p stages (empty ones allowed: a relaxation that keeps the greedy
+exact) so that every stage fits under some option at a cost of at most a cap (``cuts``), and
+bisects for the least such cap (``least``). Every option's cost over
 blocks [lo, hi) is the largest of a few prefix-sum differences (``Mode.terms``), so a stage's reach
 under a cap is a bisection in a prefix array, and its reach in memory another. The loops are
 compiled (``_stage_floor``): the search asks this of hundreds of shapes.

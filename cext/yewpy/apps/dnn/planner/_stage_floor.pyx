@@ -1,9 +1,9 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Compiled core of the planner's memory-aware stage floor (``yewpy.apps.dnn.planner.stage_floor``).
 
-Cuts of blocks [0, n) into p pipeline stages: stage j may take blocks [lo, hi) under a mode when
-they fit in memory at its in-flight count and the mode's cost, the largest of prefix[hi] -
-prefix[lo] + offset over its terms, is at most a cap.
+Cuts of blocks [0, n) into p pipeline stages (empty ones allowed): stage j may take blocks [lo, hi)
+under a mode when they fit in memory at its in-flight count and the mode's cost, the largest of
+prefix[hi] - prefix[lo] + offset over its terms, is at most a cap.
 """
 
 from libc.stdlib cimport free, malloc
@@ -127,18 +127,19 @@ cdef class StageFloor:
                             high = mid
                     hi = low
                 best = hi
-            if best == pos:
-                return False
-            pos = best
+            pos = best  # an empty stage where nothing fits: see ``cuts``
             if pos >= n:
                 return True
         return False
 
     def cuts(self, double cap, int lo=0, int first=0) -> bool:
-        """Whether some cut of blocks [lo, n) into stages ``first`` .. p - 1 has every stage fitting
-        under a mode of cost <= cap. Greedy: each stage as far as any mode takes it. A stage's least
-        cost never falls as it gains blocks, so after each stage the greedy reaches at least as far
-        as any such cut."""
+        """Whether some cut of blocks [lo, n) into stages ``first`` .. p - 1, empty ones allowed, has
+        every stage fitting under a mode of cost <= cap. Greedy: each stage as far as any mode takes
+        it. A stage's least cost never falls as it gains blocks (nor as it loses its first ones), so
+        after each stage the greedy reaches at least as far as any such cut; where it is already
+        further, it may leave the stage empty. Plans have no empty stages, so allowing them only
+        lowers the floor; without them the greedy could run ahead onto a stage whose in-flight
+        micro-batches leave no room for the next block, and wrongly say no."""
         if not (0 <= lo <= self.n and 0 <= first <= self.p):
             raise ValueError("lo or first out of range")
         return self._cuts(cap, lo, first)
