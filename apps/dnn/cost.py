@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from yewpy.apps.dnn.cluster import GIB, DeviceGroup
-from yewpy.apps.dnn.models import Model
+from yewpy.apps.dnn.models import Block, Model
 
 #: recomputation modes: "block" recomputes in full the fewest of a stage's layers that let it fit in
 #: memory, first layers first (per-layer recomputation: Galvatron-BMW; Megatron-LM's --recompute-method
@@ -231,54 +231,25 @@ class StageTables:
         per_pass = train.pass_overhead + (train.slice_overhead if slices > 1 else 0.0)  # per slice
         work = []
         biggest_act = biggest_params = 0.0
-        for i, blk in enumerate(model.blocks):
-            rate = rates[i]
-            f = blk.forward_flops(b, context) / c
-            attention = blk.attention_flops(b, context) / c
-            extra = {"none": 0.0, "selective": attention, "full": f}
-            ring = 0.0  # one pass's K/V exchange not hidden behind its attention core
-            if c > 1 and blk.kv:
-                across = c * t > group.gpus_per_node  # the c ranks are t apart, as TP is innermost
-                bw, l2 = network if across else (intra, lat)
-                chunk = b * s * blk.kv * train.weight_bytes / t
-                ring = max(0.0, (c - 1) * (l2 + chunk / bw) - attention / rate)
-            ar = 0.0
-            if t > group.gpus_per_node:  # TP across nodes: in the node, then over the network
-                g = group.gpus_per_node
-                ar = slices * hierarchical_allreduce(2.0 * b * s * blk.boundary / slices, g, t // g, intra,
-                                                     group.inter_bandwidth * eff, lat, group.inter_latency)
-            elif t > 1:
-                ar = slices * allreduce(2.0 * b * s * blk.boundary / slices, t, intra, lat)
-            # the expert-parallel degree (0: the largest, gcd(d, E)); it divides both, as launchers require
-            ep_blk = (ep or math.gcd(d, blk.experts)) if blk.experts else 1
-            a2a = 0.0
-            if blk.a2a and ep_blk > 1:  # the ep ranks of an all-to-all are t apart in the data-parallel group
-                across = ep_blk * t > group.gpus_per_node
-                bw, l2 = network if across else (intra, lat)
-                a2a = (ep_blk - 1) * l2 + (ep_blk - 1) / ep_blk * 2.0 * b * s * blk.a2a / t / bw
-            for rc in TABLED:
-                fl = 3 * f + extra[rc]
-                n_ar = 2 * blk.tp_allreduces + (blk.tp_allreduces if rc == "full" else 0)
-                n_a2a = 4 + (2 if rc == "full" else 0)
+        seen: dict = {}  # a model repeats its layers: each kind of block's terms are computed once
+        for i, (blk, kind) in enumerate(zip(model.blocks, model.kinds)):
+            terms = seen.get(kind)
+            if terms is None:
+                terms = self._block_terms(blk, rates[i], train, b, context, s, c, t, d, ep, slices, per_pass,
+                                          overlap, network, intra, lat, eff)
+                seen[kind] = terms
+            per_mode, f, local, dense, expert, ep_blk, act = terms
+            for rc, (fl, compute, tp_comm, a2a, passes, stored) in per_mode:
                 self.flops[rc][i + 1] = self.flops[rc][i] + fl
-                passes = 3 + (1 if rc == "full" else 0)  # forward, backward (twice the work), recompute
-                tp_comm = n_ar * ar - min(overlap * n_ar * ar, fl / rate)
-                self.time[rc][i + 1] = (
-                    self.time[rc][i] + fl / rate + tp_comm + (n_a2a * a2a if blk.a2a else 0)
-                    + passes * (ring + slices * per_pass)
-                )
-                self.act[rc][i + 1] = self.act[rc][i] + blk.activation_bytes(
-                    b, s, t, train.sequence_parallel, rc, context
-                )
+                self.time[rc][i + 1] = self.time[rc][i] + compute + tp_comm + a2a + passes
+                self.act[rc][i + 1] = self.act[rc][i] + stored
             self.block_time.append(self.time["none"][i + 1] - self.time["none"][i])
             work.append(3 * f)
-            local = blk.params - blk.expert_params + blk.expert_params / ep_blk
             self.params[i + 1] = self.params[i] + local
-            self.dense[i + 1] = self.dense[i] + blk.params - blk.expert_params
-            self.expert[i + 1] = self.expert[i] + blk.expert_params / ep_blk
+            self.dense[i + 1] = self.dense[i] + dense
+            self.expert[i + 1] = self.expert[i] + expert
             if blk.experts:
                 self.expert_replicas = d // ep_blk
-            act = blk.activation_bytes(b, s, t, train.sequence_parallel, "none", context)
             biggest_act = max(biggest_act, act)
             biggest_params = max(biggest_params, local)
         self.work = [0.0]
@@ -296,6 +267,52 @@ class StageTables:
         self.boundaries = [blk.boundary for blk in model.blocks]
         self.n = n
         self._arrays: dict | None = None
+
+    def _block_terms(self, blk: Block, rate: float, train: Training, b: int, context: float, s: float, c: int,
+                     t: int, d: int, ep: int, slices: int, per_pass: float, overlap: float, network: tuple,
+                     intra: float, lat: float, eff: float) -> tuple:
+        """One block's additions to the tables: per tabled mode (FLOPs, compute seconds, exposed TP
+        communication, all-to-alls, fixed pass costs, activation bytes), then its forward FLOPs,
+        parameters on a rank, dense and expert parameters, expert-parallel degree and activations
+        without recomputation. The time's parts are kept apart so the prefix sums add them in the
+        same order as always."""
+        group = self.group
+        f = blk.forward_flops(b, context) / c
+        attention = blk.attention_flops(b, context) / c
+        extra = {"none": 0.0, "selective": attention, "full": f}
+        ring = 0.0  # one pass's K/V exchange not hidden behind its attention core
+        if c > 1 and blk.kv:
+            across = c * t > group.gpus_per_node  # the c ranks are t apart, as TP is innermost
+            bw, l2 = network if across else (intra, lat)
+            chunk = b * s * blk.kv * train.weight_bytes / t
+            ring = max(0.0, (c - 1) * (l2 + chunk / bw) - attention / rate)
+        ar = 0.0
+        if t > group.gpus_per_node:  # TP across nodes: in the node, then over the network
+            g = group.gpus_per_node
+            ar = slices * hierarchical_allreduce(2.0 * b * s * blk.boundary / slices, g, t // g, intra,
+                                                 group.inter_bandwidth * eff, lat, group.inter_latency)
+        elif t > 1:
+            ar = slices * allreduce(2.0 * b * s * blk.boundary / slices, t, intra, lat)
+        # the expert-parallel degree (0: the largest, gcd(d, E)); it divides both, as launchers require
+        ep_blk = (ep or math.gcd(d, blk.experts)) if blk.experts else 1
+        a2a = 0.0
+        if blk.a2a and ep_blk > 1:  # the ep ranks of an all-to-all are t apart in the data-parallel group
+            across = ep_blk * t > group.gpus_per_node
+            bw, l2 = network if across else (intra, lat)
+            a2a = (ep_blk - 1) * l2 + (ep_blk - 1) / ep_blk * 2.0 * b * s * blk.a2a / t / bw
+        per_mode = []
+        for rc in TABLED:
+            fl = 3 * f + extra[rc]
+            n_ar = 2 * blk.tp_allreduces + (blk.tp_allreduces if rc == "full" else 0)
+            n_a2a = 4 + (2 if rc == "full" else 0)
+            passes = 3 + (1 if rc == "full" else 0)  # forward, backward (twice the work), recompute
+            tp_comm = n_ar * ar - min(overlap * n_ar * ar, fl / rate)
+            stored = blk.activation_bytes(b, s, t, train.sequence_parallel, rc, context)
+            per_mode.append((rc, (fl, fl / rate, tp_comm, n_a2a * a2a if blk.a2a else 0,
+                                  passes * (ring + slices * per_pass), stored)))
+        local = blk.params - blk.expert_params + blk.expert_params / ep_blk
+        act = blk.activation_bytes(b, s, t, train.sequence_parallel, "none", context)
+        return per_mode, f, local, blk.params - blk.expert_params, blk.expert_params / ep_blk, ep_blk, act
 
     def arrays(self) -> dict:
         """The prefix tables as numpy arrays, built once: ``params``, ``expert``, ``dense``,

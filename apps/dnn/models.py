@@ -31,7 +31,7 @@ using the same builder as the presets (keys of :func:`transformer`). A Hugging F
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = ["Block", "Model", "PRESETS", "size_problem", "transformer"]
@@ -102,6 +102,18 @@ class Model:
     def moe(self) -> bool:
         """Whether some block has experts (a mixture-of-experts model)."""
         return any(b.experts for b in self.blocks)
+
+    @property
+    def kinds(self) -> list[int]:
+        """For each block, the index of the first block that equals it in all but its name: the
+        cost tables compute each kind once (a model repeats its layers). Cached until the block
+        list is replaced (blocks are frozen)."""
+        cached = self.__dict__.get("_kinds")
+        if cached is None or cached[0] is not self.blocks or len(cached[1]) != len(self.blocks):
+            first: dict = {}
+            kinds = [first.setdefault(replace(blk, name=""), i) for i, blk in enumerate(self.blocks)]
+            cached = self.__dict__["_kinds"] = (self.blocks, kinds)
+        return cached[1]
 
 
 def transformer(name: str, layers: int, hidden: int, heads: int, vocab: int, seq: int, ffn: int | None = None,

@@ -15,7 +15,7 @@ from typing import Any
 class Seeding:
     """``_seed`` and the dives it makes."""
 
-    def _seed(self, tries: int = 16, budget: int = 150) -> float:
+    def _seed(self, tries: int = 8, budget: int = 150) -> float:
         """An upper bound on the top-th best shape's time before the search. In each of the ``tries *
         max(top, 3)`` shapes with the least root bounds: the min-max cut's leaf (``_cut_leaf``), or
         where the cut finds none, the first leaf of a depth-first walk that may backtrack
@@ -40,7 +40,7 @@ class Seeding:
             self.memo_on = saved
         return times[self.top - 1] if len(times) >= self.top else math.inf
 
-    def _cut_leaf(self, sid: int, rounds: int = 10) -> float:
+    def _cut_leaf(self, sid: int, rounds: int = 6) -> float:
         """The time of a leaf of a one-group pipe shape whose stages are cut as long as a cap on each
         stage's steady term plus exposed time, c1 (tau + e p2p) + exposed, allows (each stage taking
         its memory-feasible option of least fill time under the cap), the cap bisected ``rounds``
