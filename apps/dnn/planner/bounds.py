@@ -239,21 +239,24 @@ class Bounds:
                 dp_byte = dp_byte + (allreduce(tr.grad_bytes, *ring) - allreduce(0.0, *ring)) * expert / t
         zero3 = None
         out = []
+        touched: dict = {}  # per ZeRO stage: the optimizer's touched bytes, prefix sums
         for rc, z in self._allowed(sid):
             state, gbuf, touched_f, m_dp, state_e, touched_e = zc[z]
             act = arrays["act_block" if rc == "block" else "act_" + rc]
             working_set = tab.working_set if rc in ("full", "block") else 0.0
             times = arrays["time_" + ("none" if rc == "block" else rc)]
-            touched = ((params - expert) * touched_f + expert * touched_e) / t
-            terms = [(c1 * times + touched, 0.0)]
+            if z not in touched:
+                touched[z] = ((params - expert) * touched_f + expert * touched_e) / t
+            steady = c1 * times + touched[z]
+            terms: tuple = ((steady, 0.0),)
             if z == 3:
                 if zero3 is None:
-                    zero3 = self._zero3_prefix(sid, tab)
-                terms.append((c1 * (zero3 + (1 - ZERO3_OVERLAP) * times) + touched, 0.0))
+                    zero3 = c1 * self._zero3_prefix(sid, tab)
+                terms += ((steady - ZERO3_OVERLAP * c1 * times + zero3, 0.0),)
             elif dp_byte is not None:
                 scale = (m_dp + 1) / 2 if z == 2 else 1.0
-                terms.append(((c1 - 2 / 3) * times + touched + scale * dp_byte, scale * latency))
-            out.append(Mode(tuple(terms), act, working_set, state, state_e, gbuf))
+                terms += ((steady - 2 / 3 * times + scale * dp_byte, scale * latency),)
+            out.append(Mode(terms, act, working_set, state, state_e, gbuf))
         return out
 
     def _zero3_prefix(self, sid: int, tab: StageTables) -> np.ndarray:
