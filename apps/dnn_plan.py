@@ -236,6 +236,7 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
         max_cp=max_cp,
         memory_fraction=args.memory_fraction,
         tp_overlap=args.tp_overlap,
+        wan_compression=wan_ratios(args.wan_compression),
         fix=fix,
         precision=precision,
     )
@@ -243,6 +244,23 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
     if why:
         raise UsageError(f"--launcher megatron: {why}")
     return restrict(train, args.launcher)
+
+
+MAX_WAN_RATIO = 1000.0  # top-k keeping fewer than 1 in 1000 elements is past what FusionLLM trains with
+
+
+def wan_ratios(text: str) -> tuple[float, ...]:
+    """``--wan-compression R[,R...]``: the top-k ratios the planner may use on wide-area links."""
+    out = []
+    for item in text.split(","):
+        try:
+            ratio = float(item)
+        except ValueError:
+            ratio = math.nan
+        if not (math.isfinite(ratio) and 1.0 <= ratio <= MAX_WAN_RATIO):
+            raise UsageError(f"--wan-compression: {item!r} is not a ratio in [1, {MAX_WAN_RATIO:g}]")
+        out.append(ratio)
+    return tuple(out)
 
 
 def network_levels(text: str) -> list[tuple[float, float]]:
@@ -320,6 +338,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="share of tensor-parallel communication hidden behind GEMMs (0: none, as "
                              f"Megatron-LM by default; {TP_COMM_OVERLAP:g} fits Megatron-Core's "
                              "--tp-comm-overlap)")
+    parser.add_argument("--wan-compression", default="1", metavar="R[,R...]",
+                        help="top-k ratios allowed on links between sites (FusionLLM's compression of "
+                             "activations and their gradients; lossy, so only 1, none, by default)")
     parser.add_argument("--network-slowdown", default=None, metavar="F[,F...]|@TRACE",
                         help="Ada-Grouper: for each link slowdown factor (or a trace of 'SECONDS FACTOR' "
                              "lines), the best kFkB group size for the plan's shape and its gain over 1F1B")
@@ -349,6 +370,15 @@ def _recompute(stage: dict) -> str:
         return stage["recompute"]
     layers = stage["recomputed_layers"]
     return f"block:{layers if isinstance(layers, int) else '/'.join(map(str, layers))}"
+
+
+def _wan(stage: dict) -> str:
+    """What a stage's input crosses between sites, and how it is compressed."""
+    wan = stage.get("wan")
+    if not wan:
+        return ""
+    how = f"top-k 1:{wan['compression']:g}" if wan["compression"] > 1 else "uncompressed"
+    return f"; input over the {wan['from']}-{wan['to']} wide-area link, {how}"
 
 
 def _stage_time(stage: dict) -> str:
@@ -385,7 +415,7 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
         lines.append(
             f"  stage {j}: blocks {s['blocks'][0]}..{s['blocks'][1] - 1} on {s['group']} tp={s['tp']} "
             f"recompute={_recompute(s)} zero={s['zero']} {_stage_time(s)}, "
-            f"{s['memory_gb']:.2f}/{s['capacity_gb']:.2f} GiB"
+            f"{s['memory_gb']:.2f}/{s['capacity_gb']:.2f} GiB{_wan(s)}"
         )
     for i, alt in enumerate(x["top"][1:], 2):
         lines.append(

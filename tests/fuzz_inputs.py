@@ -1087,12 +1087,14 @@ def _cluster_size(groups: list) -> list:
 def oracle_cluster_file(data: bytes) -> list[tuple[int, int, float]]:
     """A cluster JSON file: (nodes, GPUs per node, GiB per GPU) of each group, or Invalid."""
     doc = strict_json(data)
-    _only(doc, ("groups",), "cluster")
+    _only(doc, ("groups", "links"), "cluster")
     if not isinstance(doc.get("groups"), list) or not doc["groups"]:
         raise Invalid("groups")
     groups = []
     for group in doc["groups"]:
-        _only(group, (*CLUSTER_NUMBERS, "name", "preset", "bf16"), "group")
+        _only(group, (*CLUSTER_NUMBERS, "name", "preset", "bf16", "site"), "group")
+        if not isinstance(group.get("site", ""), str):
+            raise Invalid("site")
         if "preset" in group and not (isinstance(group["preset"], str) and group["preset"] in DNN_PRESETS):
             raise Invalid("preset")
         if not isinstance(group.get("name", ""), str) or not isinstance(group.get("bf16", True), bool):
@@ -1110,7 +1112,29 @@ def oracle_cluster_file(data: bytes) -> list[tuple[int, int, float]]:
         groups.append((int(group.get("nodes", 1)), int(group.get("gpus_per_node", gpus)),
                        group.get("memory_gib", memory)))
         _cluster_size(groups)
+    _oracle_links(doc.get("links", []), {group.get("site", "") for group in doc["groups"]})
     return groups
+
+
+def _oracle_links(links: object, sites: set) -> None:
+    """Wide-area links: one object per pair of sites the groups name, each with two different known
+    sites, a positive ``mbps`` up to 1e9 and a ``latency_ms`` of at least 0; every pair covered."""
+    if not isinstance(links, list):
+        raise Invalid("links")
+    seen = set()
+    for link in links:
+        _only(link, ("sites", "mbps", "latency_ms"), "link")
+        pair = link.get("sites")
+        known = isinstance(pair, list) and all(isinstance(x, str) and x in sites for x in pair)
+        if not (known and len(pair) == 2 and pair[0] != pair[1]) or frozenset(pair) in seen:
+            raise Invalid("link sites")
+        seen.add(frozenset(pair))
+        if "mbps" not in link or _number(link["mbps"], 0, 1e9) <= 0:
+            raise Invalid("mbps")
+        if "latency_ms" in link:
+            _number(link["latency_ms"], 0, DNN_MAX_NUMBER)
+    if any(frozenset((a, b)) not in seen for a in sites for b in sites if a < b):
+        raise Invalid("a pair of sites without a link")
 
 
 def oracle_cluster_spec(spec: str) -> list[tuple[int, int, float]]:
@@ -1250,6 +1274,14 @@ def cluster_doc(rng: random.Random) -> dict:
                      "hbm_gbps": 900, "intra_gbps": 150, "inter_gbps": 12.5,
                      "intra_latency_us": rng.choice([0, 5]), "inter_latency_us": 15}
         groups.append(group)
+    if rng.random() < 0.4:  # sites joined by wide-area links
+        names = ["hk", "sz", "gz"][:len(groups)]
+        for group in groups:
+            group["site"] = rng.choice(names)
+        used = sorted({group["site"] for group in groups})
+        links = [{"sites": [a, b], "mbps": rng.choice([8, 100, 1e4]), "latency_ms": rng.choice([0, 20])}
+                 for i, a in enumerate(used) for b in used[i + 1:]]
+        return {"groups": groups, "links": links}
     return {"groups": groups}
 
 

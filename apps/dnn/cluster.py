@@ -22,12 +22,17 @@ and override fields)::
 
 ``bf16`` (default: the preset's, else true) says whether the GPUs compute in bfloat16: V100s and
 Turing cards do not, and the planner then trains and launches in fp16.
+
+Sites (FusionLLM's geo-distributed clusters): a group may name its ``"site"``, and a top-level
+``"links"`` list joins every pair of sites the groups name, in megabits per second for the whole link
+and milliseconds: ``"links": [{"sites": ["hk", "sz"], "mbps": 100, "latency_ms": 10}]``
+(``Cluster.wan``, ``Cluster.sites``).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from yewpy.apps.dnn import jsonfile
 from yewpy.errors import InputError, UsageError
@@ -52,6 +57,7 @@ class DeviceGroup:
     intra_latency: float    # seconds per message inside a node
     inter_latency: float    # seconds per message between nodes
     bf16: bool = True       # computes in bfloat16 (compute capability 8.0 and later; V100s do not)
+    site: str = ""          # its data centre ("": the one site); sites meet over wide-area links
 
     @property
     def gpus(self) -> int:
@@ -78,9 +84,12 @@ PRESETS = {p.name: p for p in (
 
 @dataclass
 class Cluster:
-    """Device groups; between groups the slower side's NIC share and latency apply."""
+    """Device groups; between groups of one site the slower side's NIC share and latency apply,
+    between sites their wide-area link (``links``: a frozenset of the two site names -> (bytes/s
+    for the whole link, seconds))."""
 
     groups: list[DeviceGroup]
+    links: dict = field(default_factory=dict)
 
     @property
     def gpus(self) -> int:
@@ -106,11 +115,22 @@ class Cluster:
         """This cluster with every group's in-node and inter-node bandwidth multiplied by ``intra`` and
         ``inter`` (the planner's sensitivity sweep and Ada-Grouper's network slowdowns)."""
         return Cluster([replace(g, intra_bandwidth=g.intra_bandwidth * intra,
-                                inter_bandwidth=g.inter_bandwidth * inter) for g in self.groups])
+                                inter_bandwidth=g.inter_bandwidth * inter) for g in self.groups],
+                       {sites: (bw * inter, lat) for sites, (bw, lat) in self.links.items()})
 
     def link(self, a: DeviceGroup, b: DeviceGroup) -> tuple[float, float]:
-        """Inter-node (bandwidth, latency) between a GPU of ``a`` and one of ``b``."""
+        """Inter-node (bandwidth, latency) between a GPU of ``a`` and one of ``b`` of the same site."""
         return min(a.inter_bandwidth, b.inter_bandwidth), max(a.inter_latency, b.inter_latency)
+
+    def wan(self, a: DeviceGroup, b: DeviceGroup) -> tuple[float, float] | None:
+        """The wide-area link (bytes/s for the whole link, latency) between the sites of ``a`` and
+        ``b``, or None when they share a site."""
+        return None if a.site == b.site else self.links[frozenset((a.site, b.site))]
+
+    @property
+    def sites(self) -> list[str]:
+        """The sites, in the order their first groups appear."""
+        return list(dict.fromkeys(g.site for g in self.groups))
 
     def describe(self) -> str:
         return "+".join(f"{g.name}:{g.nodes}x{g.gpus_per_node}" for g in self.groups)
@@ -168,14 +188,14 @@ def read_cluster(path: str) -> Cluster:
         raise InputError(path, getattr(doc, "line", 1), "a cluster file is an object with a non-empty "
                                                         "'groups' list")
     for key in doc:
-        if key != "groups":
+        if key not in ("groups", "links"):
             raise InputError(path, doc.line, f"unknown field {key!r}")
     groups = []
     for obj in doc["groups"]:
         if not isinstance(obj, jsonfile.Obj):
             raise InputError(path, doc.line, f"each group must be an object, got {obj!r}")
         for key in obj:
-            if key not in _JSON_FIELDS and key not in ("preset", "bf16"):
+            if key not in _JSON_FIELDS and key not in ("preset", "bf16", "site"):
                 raise InputError(path, obj.line, f"unknown field {key!r}")
         base = None
         if "preset" in obj:
@@ -197,11 +217,53 @@ def read_cluster(path: str) -> Cluster:
                 raise InputError(path, obj.line, f"field {key!r} must be positive, got {value!r}")
             values[attr] = kind(value * scale) if kind is int else value * scale
         values["bf16"] = jsonfile.field(path, obj, "bf16", bool, base.bf16 if base else True, None)
+        values["site"] = jsonfile.field(path, obj, "site", str, "", None)
         groups.append(DeviceGroup(**values))
         too_big = _too_big(groups)
         if too_big:
             raise InputError(path, obj.line, f"the cluster has {too_big}")
-    return Cluster(groups)
+    return Cluster(groups, _read_links(path, doc, groups))
+
+
+MAX_LINK_MBPS = 1e9  # a wide-area link of more than a petabit per second is a typo
+
+
+def _read_links(path: str, doc: jsonfile.Obj, groups: list[DeviceGroup]) -> dict:
+    """The ``links`` list: ``{"sites": [A, B], "mbps": megabits per second, "latency_ms": ms}`` per
+    pair of sites; every pair of sites the groups name needs one (errors name the line)."""
+    links: dict = {}
+    entries = doc.get("links", [])
+    if not isinstance(entries, list):
+        raise InputError(path, doc.line, "'links' must be a list of objects")
+    names = {g.site for g in groups}
+    for obj in entries:
+        if not isinstance(obj, jsonfile.Obj):
+            raise InputError(path, doc.line, f"each link must be an object, got {obj!r}")
+        for key in obj:
+            if key not in ("sites", "mbps", "latency_ms"):
+                raise InputError(path, obj.line, f"unknown field {key!r}")
+        sites = obj.get("sites")
+        if (not isinstance(sites, list) or len(sites) != 2 or not all(isinstance(x, str) for x in sites)
+                or sites[0] == sites[1]):
+            raise InputError(path, obj.line, "a link's 'sites' is a list of two different site names")
+        unknown = [x for x in sites if x not in names]
+        if unknown:
+            raise InputError(path, obj.line, f"no group is at site {unknown[0]!r}")
+        key = frozenset(sites)
+        if key in links:
+            raise InputError(path, obj.line, f"a second link between {sites[0]!r} and {sites[1]!r}")
+        mbps = jsonfile.field(path, obj, "mbps", float, None, 0, MAX_LINK_MBPS)
+        if mbps <= 0:
+            raise InputError(path, obj.line, f"field 'mbps' must be positive, got {mbps!r}")
+        latency = jsonfile.field(path, obj, "latency_ms", float, 0.0, 0, jsonfile.MAX_NUMBER)
+        links[key] = (mbps * 1e6 / 8, latency * 1e-3)
+    ordered = list(dict.fromkeys(g.site for g in groups))
+    for i, a in enumerate(ordered):
+        for b in ordered[i + 1:]:
+            if frozenset((a, b)) not in links:
+                raise InputError(path, doc.line, f"no link between sites {a!r} and {b!r}: add one to 'links' "
+                                                 f"(sites, mbps, latency_ms)")
+    return links
 
 
 def load_cluster(spec: str) -> Cluster:

@@ -68,6 +68,7 @@ class Training:
     zero: tuple = (0, 1, 2, 3)
     schedules: tuple = DEFAULT_SCHEDULES
     token_slices: tuple = (2, 4, 8, 16, 32, 64)  # TeraPipe: n slices of equal cost per sequence
+    wan_compression: tuple = (1.0,)  # FusionLLM: top-k ratios allowed on links between sites (1: none)
     slice_overhead: float = TERAPIPE_SLICE_OVERHEAD  # seconds a token slice adds per block and pass
     microbatches: tuple = (1, 2, 4, 8, 16)
     interleave: tuple = (2, 4)  # v for the interleaved schedule
@@ -167,6 +168,25 @@ def zero3_collectives(params: float, blocks: int, d: int, ring: tuple, weight_by
     (no hierarchical split)."""
     bw, lat = ring
     return (d - 1) * (3 * blocks * lat + 3 * weight_bytes * params / d / bw)
+
+
+#: top-k sparsification of what crosses a wide-area link (FusionLLM's AdaTopK): a kept element goes
+#: with its int32 index, and selecting then scattering costs passes over the tensor in HBM
+COMPRESS_INDEX_BYTES = 4
+COMPRESS_PASSES = 4  # our assumption: read to select, write the kept pairs, read and scatter at the receiver
+
+
+def wan_seconds_per_byte(bandwidth: float, hbm_bandwidth: float, ratios: tuple) -> tuple[float, float]:
+    """Seconds per byte of a boundary tensor (16-bit elements) sent over a wide-area link of
+    ``bandwidth`` bytes/s, at the best of ``ratios`` (1 keeps every element; r > 1 keeps one in r,
+    with its index, after COMPRESS_PASSES passes of HBM), and that ratio."""
+    best = (1.0 / bandwidth, 1.0)
+    for r in ratios:
+        if r > 1:
+            cost = (2 + COMPRESS_INDEX_BYTES) / 2 / r / bandwidth + COMPRESS_PASSES / hbm_bandwidth
+            if cost < best[0]:
+                best = (cost, r)
+    return best
 
 
 def p2p_sends(schedule: str, v: int, k: int) -> float:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from dataclasses import replace
 
 import numpy as np
 
@@ -17,9 +18,11 @@ from yewpy.apps.dnn.cost import (
     allreduce,
     flat_ring,
     hierarchical_allreduce,
+    p2p_sends,
     state_bytes_per_param,
     zero3_collectives,
 )
+from yewpy.apps.dnn.planner.shapes import Shape
 from yewpy.apps.dnn.planner.shares import water_fill
 from yewpy.apps.dnn.planner.stage_floor import Mode, StageFloor
 
@@ -104,42 +107,72 @@ class Bounds:
             live = [(g, t, c) for (g, _, t), c in zip(sh.parts, counts) if c > 0]
             if q == 0:
                 return 0.0, 0.0, -math.inf
-            if len(live) > 1:
-                tabs = [(self.table(g, t, sh), c) for g, t, c in live]
-                work = tabs[0][0].work[self.n] - tabs[0][0].work[lo]
-                fastest, together = max(tab.rate for tab, _ in tabs), sum(tab.rate * c for tab, c in tabs)
-                return work / fastest, work / together, -math.inf
-            tab = self.table(live[0][0], live[0][1], sh)
-            total = tab.time["none"][self.n] - tab.time["none"][lo]
-            x_lb = max(total / q, tab.sorted_time[-(-R // q)] if R <= self.n else 0.0)
-            if q > 1:
-                x_lb = self._minmax(tab, lo, q, x_lb)
-            c1 = sh.c1
-            ev = -math.inf
-            if sh.replicas > 1 and c1 >= 1:
-                # Some remaining stage j has c1 tau_j + exposed_j >= f(average stage), f convex
-                # (Jensen) and below every ZeRO stage's cost: c1 tau + max(0, DP - 2/3 tau) for
-                # ZeRO 0-2, c1 (tau + max(0, C3 - o tau)) for ZeRO-3; with ZeRO-3 allowed f takes
-                # the smaller slope of DP and c1 C3 in the parameters (no latency) and the larger of
-                # 2/3 and c1 o in tau (docs/dnn.md). The state's E and X only raise the steady term.
-                dense = (tab.dense[self.n] - tab.dense[lo]) / q / tab.t
-                latency, per_byte, zero3 = self._jensen_terms(sid, live[0][0], live[0][1])
-                avg = total / q
-                if zero3 is None:
-                    dp, hide = latency + per_byte * dense * self.train.grad_bytes, 2 / 3
-                else:
-                    dp = min(per_byte * dense * self.train.grad_bytes, c1 * zero3 * dense)
-                    hide = max(2 / 3, c1 * ZERO3_OVERLAP)
-                ev = c1 * avg + max(0.0, dp - avg * hide)
-            if 0 < lo and len(sh.parts) == 1 and c1 >= 1 and self.stage_floors[sid] > -math.inf:
-                ev = max(ev, self._suffix_floor(sid, lo, q, c1 * x_lb))  # the whole shape's: _bound_state
-            return total, x_lb, ev
+            floors = self._time_floors(sid, lo, q, live)
+            crossings = len({self.cluster.groups[g].site for g, _, _ in live}) - 1
+            if crossings:  # each puts a stage's input on a wide-area link: 2 sends in Σ, e in its b
+                send = self._wan_floor(sid)
+                floors = (floors[0] + 2 * crossings * send, max(floors[1], sh_sends(sh) * send), floors[2])
+            return floors
         out = []
         for g, _ in sh.parts:
             tab = self.table(g, sh.t, sh)
             total = tab.time["none"][self.n] - tab.time["none"][lo] if q else 0.0
             out.append((total, max(total / q, tab.sorted_time[-(-R // q)]) if q else 0.0))
         return tuple(out)
+
+    def _time_floors(self, sid: int, lo: int, q: int, live: list) -> tuple:
+        """A pipe state's floors from the time of blocks [lo, n) on the q stages left on the ``live``
+        (group, t, stages) parts. Groups of one kind of GPU at one t cost blocks alike, so several
+        of them are bounded as one group of all their stages (identical groups on different sites,
+        say); other mixes by FLOPs over the fastest and over all stages' rates."""
+        sh, R = self.shapes[sid], self.n - lo
+        kinds = {(replace(self.cluster.groups[g], name="", site="", nodes=0), t) for g, t, _ in live}
+        if len(kinds) > 1:
+            tabs = [(self.table(g, t, sh), c) for g, t, c in live]
+            work = tabs[0][0].work[self.n] - tabs[0][0].work[lo]
+            fastest, together = max(tab.rate for tab, _ in tabs), sum(tab.rate * c for tab, c in tabs)
+            return work / fastest, work / together, -math.inf
+        tab = self.table(live[0][0], live[0][1], sh)
+        total = tab.time["none"][self.n] - tab.time["none"][lo]
+        x_lb = max(total / q, tab.sorted_time[-(-R // q)] if R <= self.n else 0.0)
+        if q > 1:
+            x_lb = self._minmax(tab, lo, q, x_lb)
+        c1 = sh.c1
+        ev = -math.inf
+        if sh.replicas > 1 and c1 >= 1:
+            # Some remaining stage j has c1 tau_j + exposed_j >= f(average stage), f convex
+            # (Jensen) and below every ZeRO stage's cost: c1 tau + max(0, DP - 2/3 tau) for
+            # ZeRO 0-2, c1 (tau + max(0, C3 - o tau)) for ZeRO-3; with ZeRO-3 allowed f takes
+            # the smaller slope of DP and c1 C3 in the parameters (no latency) and the larger of
+            # 2/3 and c1 o in tau (docs/dnn.md). The state's E and X only raise the steady term.
+            dense = (tab.dense[self.n] - tab.dense[lo]) / q / tab.t
+            latency, per_byte, zero3 = self._jensen_terms(sid, live[0][0], live[0][1])
+            avg = total / q
+            if zero3 is None:
+                dp, hide = latency + per_byte * dense * self.train.grad_bytes, 2 / 3
+            else:
+                dp = min(per_byte * dense * self.train.grad_bytes, c1 * zero3 * dense)
+                hide = max(2 / 3, c1 * ZERO3_OVERLAP)
+            ev = c1 * avg + max(0.0, dp - avg * hide)
+        if 0 < lo and len(sh.parts) == 1 and c1 >= 1 and self.stage_floors[sid] > -math.inf:
+            ev = max(ev, self._suffix_floor(sid, lo, q, c1 * x_lb))  # the whole shape's: _bound_state
+        return total, x_lb, ev
+
+    def _wan_floor(self, sid: int) -> float:
+        """The least time one stage-to-stage send of shape ``sid`` takes over a wide-area link (the
+        narrowest boundary, the best compression), for the bound; cached."""
+        hit = self._wan_cache.get(sid)
+        if hit is None:
+            sh, groups = self.shapes[sid], self.cluster.groups
+            narrowest = min(self.table(g, t, sh).boundaries[i] for g, _, t in sh.parts for i in range(self.n))
+            hit = math.inf
+            for a, _, _ in sh.parts:
+                for b, _, _ in sh.parts:
+                    if groups[a].site != groups[b].site:
+                        lat, per_element = self._class_consts(sid, b, a)[7]
+                        hit = min(hit, lat + per_element * narrowest)
+            self._wan_cache[sid] = hit
+        return hit
 
     def _jensen_terms(self, sid: int, g: int, t: int) -> tuple:
         """The data-parallel all-reduce of shape ``sid`` as latency + per-byte seconds, and ZeRO-3's
@@ -271,6 +304,11 @@ class Bounds:
             e_bw, e_lat = tab.expert_ring
             out = out + (r - 1) * (3 * blocks * e_lat + 3 * wb * arrays["expert"] / tab.t / r / e_bw)
         return out
+
+
+def sh_sends(sh: Shape) -> float:
+    """Stage-to-stage sends a micro-batch of shape ``sh`` exposes in the steady state."""
+    return p2p_sends(sh.schedule, sh.v, sh.k)
 
 
 def pipe_bound(floors: tuple, s: float, x: float, e: float, div: int, c1: float) -> float:

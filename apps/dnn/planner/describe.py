@@ -53,6 +53,7 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
                 **({"recomputed_layers": entries[0][3].recomputed if sh.mode == "pipe"
                     else [e[3].recomputed for e in entries]} if rc == "block" else {}),
                 "zero": z,
+                **_wan_entry(search, sid, stages[j - 1][0] if j else None, g, entries[0][1]),
                 "ms_per_microbatch": [round(e[3].tau * 1e3, 4) for e in entries],
                 "memory_gb": round(max(e[3].memory for e in entries) / 2**30, 3),
                 "capacity_gb": round(
@@ -101,3 +102,13 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
             "memory_gb_per_gpu": max(s["memory_gb"] for s in out_stages),
         },
     }
+
+
+def _wan_entry(search: PlanSearch, sid: int, prev: int | None, g: int, t: int) -> dict:
+    """``{"wan": {...}}`` for a pipe stage whose input crosses a wide-area link: the two sites and the
+    top-k ratio sent over it (1: uncompressed); else nothing."""
+    groups = search.cluster.groups
+    if search.shapes[sid].mode != "pipe" or prev is None or groups[prev].site == groups[g].site:
+        return {}
+    ratio = search.wan_ratio(sid, prev, g, t)
+    return {"wan": {"from": groups[prev].site, "to": groups[g].site, "compression": ratio}}

@@ -30,6 +30,7 @@ def restrict(train: Training, launcher: str) -> Training:
         train = replace(train, launcher=launcher, zero=tuple(z for z in train.zero if z <= 1),
                         schedules=tuple(s for s in train.schedules if s in MEGATRON_SCHEDULES),
                         recompute=tuple(r for r in train.recompute if r != "block"),
+                        wan_compression=(1.0,),
                         uniform_recompute=True, hap=False, one_tp=True, interleave_min_pp=3,
                         megatron_stages=True)
         if train.precision == "fp16":  # Megatron-LM's MoE layers need bf16 for expert parallelism
@@ -85,6 +86,9 @@ def megatron_refusal(plan: dict, model: Model, train: Training) -> str | None:
         return "it gives replicas on different GPU types different micro-batch shares"
     if isinstance(plan["tp"], list):
         return "its device groups use different tensor-parallel degrees"
+    if any(s.get("wan", {}).get("compression", 1) > 1 for s in plan["stages"]):
+        return ("it compresses activations between sites (FusionLLM's top-k), which Megatron-LM's "
+                "pipeline sends do not")
     if plan["schedule"] == "terapipe":
         return ("Megatron-LM has no token-level pipelining (TeraPipe slices each sequence; its own "
                 "runtime, github.com/zhuohan123/terapipe, runs it)")

@@ -136,8 +136,9 @@ class Shapes:
                     if cp > 1:                  # token slices and context parallelism: not both
                         shapes = [replace(sh, c=cp) for sh in shapes if sh.schedule != "terapipe"]
                     out += shapes
-            # hap mode: replicas of whole pipelines on different groups
-            if len(subset) < 2 or not tr.hap:
+            # hap mode: replicas of whole pipelines on different groups, within one site (its
+            # data-parallel all-reduce would cross a wide-area link every step)
+            if len(subset) < 2 or not tr.hap or len({groups[g].site for g in subset}) > 1:
                 continue
             for p in range(1, self.n + 1):
                 if fix.get("pp", p) != p:

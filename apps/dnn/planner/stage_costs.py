@@ -21,6 +21,7 @@ from yewpy.apps.dnn.cost import (
     inflight,
     p2p_sends,
     state_bytes_per_param,
+    wan_seconds_per_byte,
     zero3_collectives,
 )
 from yewpy.apps.dnn.models import Model
@@ -92,11 +93,24 @@ class StageCosts:
         sh, eff = self.shapes[sid], self.train.link_efficiency
         gr = self.cluster.groups[g]
         if prev != g:
+            wan = self.cluster.wan(self.cluster.groups[prev], gr)
+            if wan is not None:  # the stage's t x replicas GPUs send at once over one wide-area link
+                return wan[0] / (t * sh.replicas), wan[1]
             bw, lat = self.cluster.link(self.cluster.groups[prev], gr)
             return bw * eff, lat
         if sh.replicas * t >= gr.gpus_per_node:
             return gr.inter_bandwidth * eff, gr.inter_latency
         return gr.intra_bandwidth * eff, gr.intra_latency
+
+    def wan_ratio(self, sid: int, prev: int | None, g: int, t: int) -> float:
+        """The top-k ratio on the link into a stage on group ``g`` after one on ``prev``: the best of
+        ``--wan-compression`` on a wide-area link (FusionLLM compresses only the slow links), else 1.
+        The ratio only shortens the sends, so the least p2p time is the best choice on every path."""
+        groups = self.cluster.groups
+        if prev is None or prev == g or self.cluster.wan(groups[prev], groups[g]) is None:
+            return 1.0
+        bw, _ = self._p2p_link(sid, prev, g, t)
+        return wan_seconds_per_byte(bw, groups[g].hbm_bandwidth, self.train.wan_compression)[1]
 
     def _allowed(self, sid: int) -> tuple:
         """The (recompute, ZeRO) pairs a stage of shape ``sid`` may take, in the order children use."""
@@ -238,6 +252,10 @@ class StageCosts:
         if link2 is not None:
             bw, lat = link2
             p2p_c = (lat, 2.0 * sh.b * tr.seq / sh.c / t / bw)
+            if self.wan_ratio(sid, before, gg, t) > 1:
+                hbm = self.cluster.groups[gg].hbm_bandwidth
+                per_byte, _ = wan_seconds_per_byte(bw, hbm, tr.wan_compression)
+                p2p_c = (lat, 2.0 * sh.b * tr.seq / sh.c / t * per_byte)
         out = (tab, tr.usable(self.cluster.groups[gg]), zc, e, dp_one, zero3, infl, p2p_c)
         self._consts[key] = out
         return out
