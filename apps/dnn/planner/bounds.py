@@ -126,8 +126,7 @@ class Bounds:
         of them are bounded as one group of all their stages (identical groups on different sites,
         say); other mixes by FLOPs over the fastest and over all stages' rates."""
         sh, R = self.shapes[sid], self.n - lo
-        kinds = {(replace(self.cluster.groups[g], name="", site="", nodes=0), t) for g, t, _ in live}
-        if len(kinds) > 1:
+        if len(live) > 1 and len({self._gpu_kind(g, t) for g, t, _ in live}) > 1:
             tabs = [(self.table(g, t, sh), c) for g, t, c in live]
             work = tabs[0][0].work[self.n] - tabs[0][0].work[lo]
             fastest, together = max(tab.rate for tab, _ in tabs), sum(tab.rate * c for tab, c in tabs)
@@ -157,6 +156,16 @@ class Bounds:
         if 0 < lo and len(sh.parts) == 1 and c1 >= 1 and self.stage_floors[sid] > -math.inf:
             ev = max(ev, self._suffix_floor(sid, lo, q, c1 * x_lb))  # the whole shape's: _bound_state
         return total, x_lb, ev
+
+    def _gpu_kind(self, g: int, t: int) -> int:
+        """Group ``g`` at TP ``t`` as a kind: groups that differ only in name, site and node count
+        cost every block alike."""
+        key = (g, t)
+        hit = self._kind_cache.get(key)
+        if hit is None:
+            kind = (replace(self.cluster.groups[g], name="", site="", nodes=0), t)
+            hit = self._kind_cache[key] = self._kind_cache.setdefault(kind, len(self._kind_cache))
+        return hit
 
     def _wan_floor(self, sid: int) -> float:
         """The least time one stage-to-stage send of shape ``sid`` takes over a wide-area link (the
