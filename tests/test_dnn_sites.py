@@ -77,15 +77,31 @@ def test_wan_compression_is_range_checked(value):
     assert out.returncode == 2 and "yewpy: error: --wan-compression" in out.stderr, out.stderr
 
 
-@pytest.mark.parametrize("mbps, ratios", [(10, (1.0, 4.0, 16.0)), (1e4, (1.0, 4.0, 16.0)), (100, (1.0,))])
-def test_bnb_equals_exhaustive_across_sites(tmp_path, mbps, ratios):
-    """Exactness across sites: the bound's wide-area sends and the compression choice prune nothing
-    the answer needs (a small model on two sites of two GPUs each)."""
+MIXED, SAME = ("dgx-a100-80g", "dgx-v100-32g"), ("dgx-a100-80g", "dgx-a100-80g")
+
+
+@pytest.mark.parametrize("mbps, ratios, presets", [
+    (10, (1.0, 4.0, 16.0), MIXED), (1e4, (1.0, 4.0, 16.0), MIXED), (100, (1.0,), MIXED),
+    (1e3, (1.0, 8.0), SAME), (1e5, (1.0,), SAME)])
+def test_bnb_equals_exhaustive_across_sites(tmp_path, mbps, ratios, presets):
+    """Exactness across sites: the bound's wide-area sends, the bound of identical groups as one and
+    the compression choice prune nothing the answer needs (a small model on two sites of two GPUs
+    each, of two kinds of GPU or one)."""
     model = transformer("small", layers=4, hidden=1024, heads=16, vocab=32000, seq=1024)
-    cluster = load_cluster(sites_cluster(tmp_path, mbps, ("dgx-a100-80g", "dgx-v100-32g"), 1, 2))
+    cluster = load_cluster(sites_cluster(tmp_path, mbps, presets, 1, 2))
     train = Training(16, 1024, microbatches=(1, 2, 4), wan_compression=ratios)
     bnb = PlanSearch(model, cluster, train).search(prune_level=False)
     exhaustive = ExhaustivePlanSearch(model, cluster, train).search(prune_level=False)
+    assert same_optimum(bnb, exhaustive)
+
+
+@pytest.mark.parametrize("spec", ["dgx-a100-80g:1x2+dgx-a100-80g:1x2", "dgx-a100-80g:1x4+dgx-a100-80g:1x2"])
+def test_bnb_equals_exhaustive_on_identical_groups_of_one_site(spec):
+    """Groups of one kind of GPU are bounded as one group (bounds._time_floors), also without sites."""
+    model = transformer("small", layers=5, hidden=1024, heads=16, vocab=32000, seq=1024)
+    train = Training(16, 1024, microbatches=(1, 2, 4))
+    bnb = PlanSearch(model, load_cluster(spec), train).search(prune_level=False)
+    exhaustive = ExhaustivePlanSearch(model, load_cluster(spec), train).search(prune_level=False)
     assert same_optimum(bnb, exhaustive)
 
 
