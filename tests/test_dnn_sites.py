@@ -82,7 +82,7 @@ MIXED, SAME = ("dgx-a100-80g", "dgx-v100-32g"), ("dgx-a100-80g", "dgx-a100-80g")
 
 @pytest.mark.parametrize("mbps, ratios, presets", [
     (10, (1.0, 4.0, 16.0), MIXED), (1e4, (1.0, 4.0, 16.0), MIXED), (100, (1.0,), MIXED),
-    (1e3, (1.0, 8.0), SAME), (1e5, (1.0,), SAME)])
+    (1e3, (1.0, 8.0), SAME), (1e5, (1.0,), SAME), (1e3, (1.0, 8.0), SAME + ("dgx-a100-80g",))])
 def test_bnb_equals_exhaustive_across_sites(tmp_path, mbps, ratios, presets):
     """Exactness across sites: the bound's wide-area sends, the bound of identical groups as one and
     the compression choice prune nothing the answer needs (a small model on two sites of two GPUs
@@ -103,6 +103,27 @@ def test_bnb_equals_exhaustive_on_identical_groups_of_one_site(spec):
     bnb = PlanSearch(model, load_cluster(spec), train).search(prune_level=False)
     exhaustive = ExhaustivePlanSearch(model, load_cluster(spec), train).search(prune_level=False)
     assert same_optimum(bnb, exhaustive)
+
+
+def test_symmetry_breaking_keeps_the_optimum_and_its_time(tmp_path):
+    """Three identical groups on three sites, two of whose links are alike (hk-sz and hk-gz at 100
+    Mbps, sz-gz at 10 Mbps): sz and gz can swap, hk cannot swap with either; the search starts gz
+    only after sz, and still finds the exhaustive optimum."""
+    doc = {"groups": [{"preset": "dgx-a100-80g", "nodes": 1, "gpus_per_node": 2, "site": x, "name": x}
+                      for x in ("hk", "sz", "gz")],
+           "links": [{"sites": ["hk", "sz"], "mbps": 100}, {"sites": ["hk", "gz"], "mbps": 100},
+                     {"sites": ["sz", "gz"], "mbps": 10}]}
+    cluster = load_cluster(str(_write(tmp_path, "three.json", doc)))
+    model = transformer("small", layers=4, hidden=1024, heads=16, vocab=32000, seq=1024)
+    train = Training(16, 1024, microbatches=(1, 2, 4), wan_compression=(1.0, 8.0))
+    search = PlanSearch(model, cluster, train)
+    three = [sid for sid, sh in enumerate(search.shapes) if sh.mode == "pipe" and len(sh.parts) == 3]
+    for sid in three:  # parts: (group, stages, t); sz and gz swap where their stages and t agree
+        parts = search.shapes[sid].parts
+        assert search._twins(sid) == ({2: 1} if parts[1][1:] == parts[2][1:] else {}), parts
+    assert any(search._twins(sid) for sid in three)
+    exhaustive = ExhaustivePlanSearch(model, cluster, train).search(prune_level=False)
+    assert same_optimum(search.search(prune_level=False), exhaustive)
 
 
 def test_no_hap_replicas_across_sites(tmp_path):

@@ -68,7 +68,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "model", "cluster", "train", "shapes", "tables", "costs", "opts", "_slots_cache", "_slot_cache",
         "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
         "_stage_floor_cores", "_wan_cache", "_kind_cache",
-        "_ranking",
+        "_twins_cache", "_ranking",
     })
 
     def __deepcopy__(self, memo: dict) -> PlanSearch:
@@ -114,6 +114,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
             return
         self._wan_cache: dict = {}  # shape -> the least wide-area send (bounds._wan_floor)
         self._kind_cache: dict = {}  # (group, t) and kinds -> a kind's number (bounds._gpu_kind)
+        self._twins_cache: dict = {}  # shape -> its interchangeable parts (_twins)
         self._stage_floor_cores: dict = {}  # shape -> its compiled StageFloor (bounds._suffix_floor)
         self._model_params = (model.params, sum(blk.expert_params for blk in model.blocks))
         self.floors = [self.memory_floor(i) for i in range(len(self.shapes))]
@@ -310,8 +311,11 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         if sh.mode == "pipe":
             rates = {g: self.table(g, t, sh).rate for g, _, t in sh.parts}
             cap = sum(c * rates[g] for (g, _, _), c in zip(sh.parts, counts))
+            twins = self._twins(sid) if self.pruning else {}
+            untouched = {i for i, ((_, stages, _), c) in enumerate(zip(sh.parts, counts)) if c == stages}
             choices = [(g, max(1, round(R * rates[g] / cap)))
-                       for (g, _, _), c in zip(sh.parts, counts) if c > 0]
+                       for i, ((g, _, _), c) in enumerate(zip(sh.parts, counts))
+                       if c > 0 and not (i in untouched and twins.get(i) in untouched)]
             choices.sort(key=lambda o: -rates[o[0]])
         else:
             choices = [(None, max(1, round(R / q)))]
@@ -330,6 +334,38 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
             for k in _discrepancy(share, sh.v, hi_max - lo):
                 slots.append((g, k, newcounts, 0 if k == first else 1 if k > first else 2))
         hit = self._slots_cache[key] = (tuple(slots), self._sweep(sid, lo, counts))
+        return hit
+
+    def _twins(self, sid: int) -> dict:
+        """Part index -> the previous part of its class in pipe shape ``sid``: parts any two of which
+        swap in any plan at the same time (groups of one GPU kind, stage count and t, with the same
+        links to every other group). The search starts a part only after that one (symmetry
+        breaking: of the plans that differ by such swaps it keeps one order), so identical groups
+        on identical sites are not ordered in every way. Cached; the exhaustive tree keeps all."""
+        hit = self._twins_cache.get(sid)
+        if hit is not None:
+            return hit
+        sh, groups = self.shapes[sid], self.cluster.groups
+        hit = {}
+
+        def relation(a: int, x: int) -> tuple | None:  # a's link to x, beyond what a's kind decides
+            return None if groups[a].site == groups[x].site else self.cluster.wan(groups[a], groups[x])
+
+        def swappable(i: int, e: int) -> bool:
+            (g, stages, t), (h, other_stages, other_t) = sh.parts[i], sh.parts[e]
+            return ((stages, t) == (other_stages, other_t) and self._gpu_kind(g, t) == self._gpu_kind(h, t)
+                    and all(relation(g, x) == relation(h, x) for x, _, _ in sh.parts if x not in (g, h)))
+
+        classes: list[list[int]] = []  # parts any two of which can swap: any order of a class is a symmetry
+        for i in range(len(sh.parts)):
+            for members in classes:
+                if all(swappable(i, e) for e in members):
+                    hit[i] = members[-1]  # started only after the class's previous part
+                    members.append(i)
+                    break
+            else:
+                classes.append([i])
+        self._twins_cache[sid] = hit
         return hit
 
     def _sweep(self, sid: int, lo: int, counts: tuple) -> tuple | None:
