@@ -8,6 +8,7 @@ mpiexec -n 2 python benchmarks/bench_dnn_plan.py mixed 8 stacksteal
 python benchmarks/bench_dnn_plan.py cli 3         # the issue's end-to-end goals: `yewpy dnn-plan` processes
 python benchmarks/bench_dnn_plan.py sweep 3       # planning time of every preset, Table 1 row and HF config
 python benchmarks/bench_dnn_plan.py sweep 1 "" --recompute none,selective,full,block  # ... with more flags
+python benchmarks/bench_dnn_plan.py sites 1000 120  # GPT-2 XL on three sites, left free (FusionLLM)
 """
 
 from __future__ import annotations
@@ -143,9 +144,45 @@ def sweep(repeat: int, only: str = "", extra: list[str] | None = None) -> None:
           f"{sum(t > 1 for t in values)} over 1 s, {sum(t > 2 for t in values)} over 2 s")
 
 
+GPT2_XL = {"name": "gpt2-xl", "transformer": {"layers": 48, "hidden": 1600, "heads": 25, "vocab": 50257,
+                                              "seq": 1024}}
+
+
+def sites(mbps: float = 1000.0, limit: float = 120.0) -> None:
+    """GPT-2 XL on three sites of 16 GPUs joined pairwise by ``mbps`` links of 10 ms, left free (no
+    --fix), without compression and with top-k 1:10 or 1:100 allowed: search seconds, nodes and
+    time per iteration, on three identical A100 sites and on three mixed ones (A100 80GB, A100
+    40GB, V100 32GB); ``limit`` caps each search."""
+    from yewpy.apps.dnn.planner import PlanSearch
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model_path = Path(tmp) / "gpt2-xl.json"
+        model_path.write_text(json.dumps(GPT2_XL))
+        model = load_model(str(model_path))
+        for label, presets in (("identical", ("dgx-a100-80g",) * 3),
+                               ("mixed", ("dgx-a100-80g", "dgx-a100-40g", "dgx-v100-32g"))):
+            names = ["hk", "sz", "gz"]
+            doc = {"groups": [{"preset": p, "name": f"{x}-{p}", "nodes": 2, "site": x}
+                              for p, x in zip(presets, names)],
+                   "links": [{"sites": [a, b], "mbps": mbps, "latency_ms": 10}
+                             for i, a in enumerate(names) for b in names[i + 1:]]}
+            cluster_path = Path(tmp) / f"{label}.json"
+            cluster_path.write_text(json.dumps(doc))
+            for ratios in ((1.0,), (1.0, 10.0, 100.0)):
+                t0 = time.perf_counter()
+                train = Training(512, 1024, wan_compression=ratios)
+                search = PlanSearch(model, load_cluster(str(cluster_path)), train, top=3)
+                result = search.search(time_limit=limit)
+                seconds = time.perf_counter() - t0
+                print(f"{label} sites, {mbps:g} Mbps, compression {ratios}: {seconds:.2f} s, {result.nodes} "
+                      f"nodes, {result.status}, best {result.objective:.4f} s/iter", flush=True)
+
+
 def main() -> None:
     what = sys.argv[1]
-    if what == "sweep":
+    if what == "sites":
+        sites(*(float(x) for x in sys.argv[2:4]))
+    elif what == "sweep":
         sweep(int(sys.argv[2]) if len(sys.argv) > 2 else 3, sys.argv[3] if len(sys.argv) > 3 else "",
               sys.argv[4:])
     elif what == "cli":
