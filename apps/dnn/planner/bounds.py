@@ -111,7 +111,8 @@ class Bounds:
             crossings = len({self.cluster.groups[g].site for g, _, _ in live}) - 1
             if crossings:  # each puts a stage's input on a wide-area link: 2 sends in Σ, e in its b
                 send = self._wan_floor(sid)
-                floors = (floors[0] + 2 * crossings * send, max(floors[1], sh_sends(sh) * send), floors[2])
+                largest = max(floors[1], steady_sends(sh) * send)
+                floors = (floors[0] + 2 * crossings * send, largest, floors[2])
             return floors
         out = []
         for g, _ in sh.parts:
@@ -315,7 +316,7 @@ class Bounds:
         return out
 
 
-def sh_sends(sh: Shape) -> float:
+def steady_sends(sh: Shape) -> float:
     """Stage-to-stage sends a micro-batch of shape ``sh`` exposes in the steady state."""
     return p2p_sends(sh.schedule, sh.v, sh.k)
 

@@ -72,7 +72,7 @@ class Seeding:
 
         low = max(c1 * self._floors(sid, 0, self.start_counts(sid))[1], self.stage_floors[sid])
         high = max(1.05 * low, 1e-9)
-        for _ in range(64):  # a cap that fits: grow from the root bound
+        for _ in range(64):  # a cap that fits: grow from the stage floor
             stages = cut(high)
             if stages is not None:
                 break
