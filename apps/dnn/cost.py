@@ -331,7 +331,7 @@ class StageTables:
             per_mode.append((rc, (fl, fl / rate, tp_comm, n_a2a * a2a if blk.a2a else 0,
                                   passes * (ring + slices * per_pass), stored)))
         local = blk.params - blk.expert_params + blk.expert_params / ep_blk
-        act = blk.activation_bytes(b, s, t, train.sequence_parallel, "none", context)
+        act = per_mode[TABLED.index("none")][1][5]  # stored without recomputation
         return per_mode, f, local, blk.params - blk.expert_params, blk.expert_params / ep_blk, ep_blk, act
 
     def arrays(self) -> dict:

@@ -22,7 +22,6 @@ from yewpy.apps.dnn.cost import (
     state_bytes_per_param,
     zero3_collectives,
 )
-from yewpy.apps.dnn.planner.shapes import Shape
 from yewpy.apps.dnn.planner.shares import water_fill
 from yewpy.apps.dnn.planner.stage_floor import Mode, StageFloor
 
@@ -111,7 +110,7 @@ class Bounds:
             crossings = len({self.cluster.groups[g].site for g, _, _ in live}) - 1
             if crossings:  # each puts a stage's input on a wide-area link: 2 sends in Σ, e in its b
                 send = self._wan_floor(sid)
-                largest = max(floors[1], steady_sends(sh) * send)
+                largest = max(floors[1], p2p_sends(sh.schedule, sh.v, sh.k) * send)
                 floors = (floors[0] + 2 * crossings * send, largest, floors[2])
             return floors
         out = []
@@ -158,14 +157,12 @@ class Bounds:
             ev = max(ev, self._suffix_floor(sid, lo, q, c1 * x_lb))  # the whole shape's: _bound_state
         return total, x_lb, ev
 
-    def _gpu_kind(self, g: int, t: int) -> int:
+    def _gpu_kind(self, g: int, t: int) -> tuple:
         """Group ``g`` at TP ``t`` as a kind: groups that differ only in name, site and node count
-        cost every block alike."""
-        key = (g, t)
-        hit = self._kind_cache.get(key)
+        cost every block alike. Cached per (group, t)."""
+        hit = self._kind_cache.get((g, t))
         if hit is None:
-            kind = (replace(self.cluster.groups[g], name="", site="", nodes=0), t)
-            hit = self._kind_cache[key] = self._kind_cache.setdefault(kind, len(self._kind_cache))
+            hit = self._kind_cache[(g, t)] = (replace(self.cluster.groups[g], name="", site="", nodes=0), t)
         return hit
 
     def _wan_floor(self, sid: int) -> float:
@@ -303,22 +300,16 @@ class Bounds:
         return out
 
     def _zero3_prefix(self, sid: int, tab: StageTables) -> np.ndarray:
-        """Prefix sums of ZeRO-3's collectives per micro-batch (``zero3_collectives``, dense and
-        expert): linear in the blocks and their parameters."""
+        """Prefix sums of ZeRO-3's collectives per micro-batch: ``zero3_collectives`` (dense and
+        expert) over the prefix arrays, as it is linear in the blocks and their parameters."""
         sh, wb, arrays = self.shapes[sid], self.train.weight_bytes, tab.arrays()
-        bw, lat = flat_ring(self.dp_link(sid, sh.parts[0][0], tab.t))
-        d, r = sh.replicas, tab.expert_replicas
+        ring = flat_ring(self.dp_link(sid, sh.parts[0][0], tab.t))
         blocks = np.arange(self.n + 1, dtype=float)
-        out = (d - 1) * (3 * blocks * lat + 3 * wb * arrays["dense"] / tab.t / d / bw)
-        if r > 1 and tab.expert[self.n] > 0:
-            e_bw, e_lat = tab.expert_ring
-            out = out + (r - 1) * (3 * blocks * e_lat + 3 * wb * arrays["expert"] / tab.t / r / e_bw)
+        out = zero3_collectives(arrays["dense"] / tab.t, blocks, sh.replicas, ring, wb)
+        if tab.expert_replicas > 1 and tab.expert[self.n] > 0:
+            experts = arrays["expert"] / tab.t
+            out = out + zero3_collectives(experts, blocks, tab.expert_replicas, tab.expert_ring, wb)
         return out
-
-
-def steady_sends(sh: Shape) -> float:
-    """Stage-to-stage sends a micro-batch of shape ``sh`` exposes in the steady state."""
-    return p2p_sends(sh.schedule, sh.v, sh.k)
 
 
 def pipe_bound(floors: tuple, s: float, x: float, e: float, div: int, c1: float) -> float:

@@ -110,7 +110,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self.shapes = self._shapes()
         self.stage_floors = [-math.inf] * len(self.shapes)  # per shape: bounds.stage_floor, once ranked
         self._wan_cache: dict = {}  # shape -> the least wide-area send (bounds._wan_floor)
-        self._kind_cache: dict = {}  # (group, t) and kinds -> a kind's number (bounds._gpu_kind)
+        self._kind_cache: dict = {}  # (group, t) -> its GPU kind (bounds._gpu_kind)
         self._twins_cache: dict = {}  # shape -> its interchangeable parts (_twins)
         self._stage_floor_cores: dict = {}  # shape -> its compiled StageFloor (bounds._suffix_floor)
         self._model_params = (model.params, sum(blk.expert_params for blk in model.blocks))

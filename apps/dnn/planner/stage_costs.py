@@ -103,14 +103,20 @@ class StageCosts:
         return gr.intra_bandwidth * eff, gr.intra_latency
 
     def wan_ratio(self, sid: int, prev: int | None, g: int, t: int) -> float:
-        """The top-k ratio on the link into a stage on group ``g`` after one on ``prev``: the best of
-        ``--wan-compression`` on a wide-area link (FusionLLM compresses only the slow links), else 1.
-        The ratio only shortens the sends, so the least p2p time is the best choice on every path."""
+        """The top-k ratio on the link into a stage on group ``g`` after one on ``prev`` (1: none)."""
+        send = self._wan_send(sid, prev, g, t)
+        return 1.0 if send is None else send[1]
+
+    def _wan_send(self, sid: int, prev: int | None, g: int, t: int) -> tuple[float, float] | None:
+        """(seconds per byte, top-k ratio) of the sends into a stage on group ``g`` after one on
+        ``prev`` over a wide-area link, at the best of ``--wan-compression`` (FusionLLM compresses
+        only the slow links); None within a site. The ratio only shortens the sends, so the least
+        p2p time is the best choice on every path."""
         groups = self.cluster.groups
         if prev is None or prev == g or self.cluster.wan(groups[prev], groups[g]) is None:
-            return 1.0
+            return None
         bw, _ = self._p2p_link(sid, prev, g, t)
-        return wan_seconds_per_byte(bw, groups[g].hbm_bandwidth, self.train.wan_compression)[1]
+        return wan_seconds_per_byte(bw, groups[g].hbm_bandwidth, self.train.wan_compression)
 
     def _allowed(self, sid: int) -> tuple:
         """The (recompute, ZeRO) pairs a stage of shape ``sid`` may take, in the order children use."""
@@ -252,10 +258,9 @@ class StageCosts:
         if link2 is not None:
             bw, lat = link2
             p2p_c = (lat, 2.0 * sh.b * tr.seq / sh.c / t / bw)
-            if self.wan_ratio(sid, before, gg, t) > 1:
-                hbm = self.cluster.groups[gg].hbm_bandwidth
-                per_byte, _ = wan_seconds_per_byte(bw, hbm, tr.wan_compression)
-                p2p_c = (lat, 2.0 * sh.b * tr.seq / sh.c / t * per_byte)
+            send = self._wan_send(sid, before, gg, t)
+            if send is not None and send[1] > 1:  # compressed: its own seconds per byte
+                p2p_c = (lat, 2.0 * sh.b * tr.seq / sh.c / t * send[0])
         out = (tab, tr.usable(self.cluster.groups[gg]), zc, e, dp_one, zero3, infl, p2p_c)
         self._consts[key] = out
         return out
