@@ -163,7 +163,7 @@ def brute_force(search: PlanSearch) -> float:
     zeros = [0, 1, 2, 3]
     for sid, sh in enumerate(search.shapes):
         if sh.mode == "pipe":
-            pool = [g for g, s, _ in sh.parts for _ in range(s)]
+            pool = [i for i, part in enumerate(sh.parts) for _ in range(part[1])]
             orders = set(itertools.permutations(pool))
         else:
             orders = {(None,) * sh.p}
@@ -294,12 +294,13 @@ def test_stage_options_match_stage_cost(experts):
     checked = 0
     for sid, sh in enumerate(search.shapes):
         node = search.start_node(sid)
-        groups = [g for g, s, _ in sh.parts for _ in range(s)] if sh.mode == "pipe" else [None] * sh.p
+        groups = ([i for i, part in enumerate(sh.parts) for _ in range(part[1])] if sh.mode == "pipe"
+                  else [None] * sh.p)
         for j, g in enumerate(groups[:-1]):
             lo, prev = node[2], node[7][-1][0] if node[7] else None
             terms = {(rc, z): rest for *rest, rc, z in search.stage_terms(sid, g, lo, lo + 1, j, prev)}
             for rc, z in search._allowed(sid):
-                child = search.make(sid, node, g, search._tp(sid, g) if g is not None else sh.t, 1, rc, z)
+                child = search.make(sid, node, g, 1, rc, z)
                 if child is None:
                     assert (rc, z) not in terms
                     continue
@@ -312,8 +313,7 @@ def test_stage_options_match_stage_cost(experts):
                     assert child[5] == pytest.approx(tuple(max(x, y) for x, y in zip(node[5], b)), rel=1e-12)
                 assert child[6] == pytest.approx(max(node[6], c), rel=1e-12)
                 checked += 1
-            nxt = [search.make(sid, node, g, search._tp(sid, g) if g is not None else sh.t, 1, rc, z)
-                   for rc, z in search._allowed(sid)]
+            nxt = [search.make(sid, node, g, 1, rc, z) for rc, z in search._allowed(sid)]
             nxt = [x for x in nxt if x is not None]
             if not nxt:
                 break

@@ -65,23 +65,21 @@ def test_block_options_match_stage_cost(cluster):
         if sh.p < 2:
             continue
         node = search.start_node(sid)
-        g = sh.parts[0][0] if sh.mode == "pipe" else None
-        t = search._tp(sid, g) if g is not None else sh.t
+        g = 0 if sh.mode == "pipe" else None
         for k in range(1, search.n - (sh.p - 1) * sh.v + 1):  # blocks left for the other stages
             for opt in search.stage_terms(sid, g, 0, k, 0, None):
                 if opt[3] != "block":
                     continue
-                child = search.make(sid, node, g, t, k, "block", opt[4])
+                child = search.make(sid, node, g, k, "block", opt[4])
                 assert child is not None
                 if sh.mode == "pipe":
                     assert child[4][0] == pytest.approx(opt[0], rel=1e-12)
                     assert child[5][0] == pytest.approx(opt[1], rel=1e-12)
                 assert child[6] == pytest.approx(opt[2], rel=1e-12)
-                for gg, _ in ([(g, 0)] if sh.mode == "pipe" else sh.parts):
-                    tt = search._tp(sid, gg)
-                    tab = search.table(gg, tt, sh)
+                for part in [g] if sh.mode == "pipe" else range(len(sh.parts)):
+                    tab = search.part_table(sid, part)
                     args = (0, k, "block", opt[4], 0, sh.p, sh.m if sh.mode == "pipe" else sh.p, sh.schedule,
-                            sh.v, sh.k, search.train, search.dp_link(sid, gg, tt), None, search.n - 1)
+                            sh.v, sh.k, search.train, search.dp_link(sid, part), None, search.n - 1)
                     cost = stage_cost(tab, *args)
                     assert cost.memory <= search.train.usable(tab.group)
                     if cost.recomputed:  # one layer fewer does not fit

@@ -118,7 +118,7 @@ def test_symmetry_breaking_keeps_the_optimum_and_its_time(tmp_path):
     train = Training(16, 1024, microbatches=(1, 2, 4), wan_compression=(1.0, 8.0))
     search = PlanSearch(model, cluster, train)
     three = [sid for sid, sh in enumerate(search.shapes) if sh.mode == "pipe" and len(sh.parts) == 3]
-    for sid in three:  # parts: (group, stages, t); sz and gz swap where their stages and t agree
+    for sid in three:  # parts: (group, stages, t, d); sz and gz swap where their stages, t and d agree
         parts = search.shapes[sid].parts
         assert search._twins(sid) == ({2: 1} if parts[1][1:] == parts[2][1:] else {}), parts
     assert any(search._twins(sid) for sid in three)

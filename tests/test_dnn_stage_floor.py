@@ -127,7 +127,7 @@ def test_floor_is_tight_where_memory_binds():
     second, plan = result.solutions[1]
     sid = plan[1]
     shape = search.shapes[sid]
-    assert (shape.parts, shape.d, shape.b, shape.schedule) == (((0, 32, 8),), 2, 1, "1f1b")
+    assert (shape.parts, shape.d, shape.b, shape.schedule) == (((0, 32, 8, 2),), 2, 1, "1f1b")
     floors = search._floors(sid, 0, search.start_counts(sid))  # the time-only floors
     time_only = pipe_bound(floors, 0.0, 0.0, 0.0, shape.div, shape.c1)
     assert time_only < 0.85 * second

@@ -69,6 +69,7 @@ class Training:
     schedules: tuple = DEFAULT_SCHEDULES
     token_slices: tuple = (2, 4, 8, 16, 32, 64)  # TeraPipe: n slices of equal cost per sequence
     wan_compression: tuple = (1.0,)  # FusionLLM: top-k ratios allowed on links between sites (1: none)
+    stage_replication: bool = False  # DAPPLE: stages may differ in data-parallel degree (off: one d for all)
     slice_overhead: float = TERAPIPE_SLICE_OVERHEAD  # seconds a token slice adds per block and pass
     microbatches: tuple = (1, 2, 4, 8, 16)
     interleave: tuple = (2, 4)  # v for the interleaved schedule

@@ -47,9 +47,9 @@ class Bounds:
 
         state_bytes = min((params - experts) * per_param(z, sh.replicas)
                           + experts * per_param(z, sh.d // sh.ep) / sh.ep for z in zeros)
-        if sh.mode == "pipe":
-            width = sum(stages * t for _, stages, t in sh.parts)
-            groups = [g for g, _, _ in sh.parts]
+        if sh.mode == "pipe":  # the largest d (DAPPLE: the widest stage's) shards the least state
+            width = sum(stages * t for _, stages, t, _ in sh.parts)
+            groups = [part[0] for part in sh.parts]
         else:
             width = sh.p * sh.t
             groups = [g for g, _ in sh.parts]
@@ -103,49 +103,50 @@ class Bounds:
         q = sum(counts)
         R = self.n - lo
         if sh.mode == "pipe":
-            live = [(g, t, c) for (g, _, t), c in zip(sh.parts, counts) if c > 0]
+            live = [(i, c) for i, c in enumerate(counts) if c > 0]
             if q == 0:
                 return 0.0, 0.0, -math.inf
             floors = self._time_floors(sid, lo, q, live)
-            crossings = len({self.cluster.groups[g].site for g, _, _ in live}) - 1
+            crossings = len({self.cluster.groups[sh.parts[i][0]].site for i, _ in live}) - 1
             if crossings:  # each puts a stage's input on a wide-area link: 2 sends in Σ, e in its b
                 send = self._wan_floor(sid)
                 largest = max(floors[1], p2p_sends(sh.schedule, sh.v, sh.k) * send)
                 floors = (floors[0] + 2 * crossings * send, largest, floors[2])
             return floors
         out = []
-        for g, _ in sh.parts:
-            tab = self.table(g, sh.t, sh)
+        for i in range(len(sh.parts)):
+            tab = self.part_table(sid, i)
             total = tab.time["none"][self.n] - tab.time["none"][lo] if q else 0.0
             out.append((total, max(total / q, tab.sorted_time[-(-R // q)]) if q else 0.0))
         return tuple(out)
 
     def _time_floors(self, sid: int, lo: int, q: int, live: list) -> tuple:
         """A pipe state's floors from the time of blocks [lo, n) on the q stages left on the ``live``
-        (group, t, stages) parts. Groups of one kind of GPU at one t cost blocks alike, so several
+        (part, stages) parts. Groups of one kind of GPU at one t and d cost blocks alike, so several
         of them are bounded as one group of all their stages (identical groups on different sites,
-        say); other mixes by FLOPs over the fastest and over all stages' rates."""
+        say); other mixes by FLOPs over the fastest and over all stages' rates, each part's FLOPs
+        those of its own share of a micro-batch."""
         sh, R = self.shapes[sid], self.n - lo
-        if len(live) > 1 and len({self._gpu_kind(g, t) for g, t, _ in live}) > 1:
-            tabs = [(self.table(g, t, sh), c) for g, t, c in live]
-            work = tabs[0][0].work[self.n] - tabs[0][0].work[lo]
-            fastest, together = max(tab.rate for tab, _ in tabs), sum(tab.rate * c for tab, c in tabs)
-            return work / fastest, work / together, -math.inf
-        tab = self.table(live[0][0], live[0][1], sh)
+        if len(live) > 1 and len({self._gpu_kind(sid, i) for i, _ in live}) > 1:
+            tabs = [(self.part_table(sid, i), c) for i, c in live]
+            speeds = [(tab.rate / (tab.work[self.n] - tab.work[lo]), c) for tab, c in tabs]  # [lo, n) per s
+            fastest, together = max(u for u, _ in speeds), sum(u * c for u, c in speeds)
+            return 1 / fastest, 1 / together, -math.inf
+        tab = self.part_table(sid, live[0][0])
         total = tab.time["none"][self.n] - tab.time["none"][lo]
         x_lb = max(total / q, tab.sorted_time[-(-R // q)] if R <= self.n else 0.0)
         if q > 1:
             x_lb = self._minmax(tab, lo, q, x_lb)
         c1 = sh.c1
         ev = -math.inf
-        if sh.replicas > 1 and c1 >= 1:
+        if tab.d > 1 and c1 >= 1:
             # Some remaining stage j has c1 tau_j + exposed_j >= f(average stage), f convex
             # (Jensen) and below every ZeRO stage's cost: c1 tau + max(0, DP - 2/3 tau) for
             # ZeRO 0-2, c1 (tau + max(0, C3 - o tau)) for ZeRO-3; with ZeRO-3 allowed f takes
             # the smaller slope of DP and c1 C3 in the parameters (no latency) and the larger of
             # 2/3 and c1 o in tau (docs/dnn.md). The state's E and X only raise the steady term.
             dense = (tab.dense[self.n] - tab.dense[lo]) / q / tab.t
-            latency, per_byte, zero3 = self._jensen_terms(sid, live[0][0], live[0][1])
+            latency, per_byte, zero3 = self._jensen_terms(sid, live[0][0])
             avg = total / q
             if zero3 is None:
                 dp, hide = latency + per_byte * dense * self.train.grad_bytes, 2 / 3
@@ -157,12 +158,15 @@ class Bounds:
             ev = max(ev, self._suffix_floor(sid, lo, q, c1 * x_lb))  # the whole shape's: _bound_state
         return total, x_lb, ev
 
-    def _gpu_kind(self, g: int, t: int) -> tuple:
-        """Group ``g`` at TP ``t`` as a kind: groups that differ only in name, site and node count
-        cost every block alike. Cached per (group, t)."""
-        hit = self._kind_cache.get((g, t))
+    def _gpu_kind(self, sid: int, i: int) -> tuple:
+        """Part ``i`` of shape ``sid`` as a kind: parts whose groups differ only in name, site and
+        node count, at one t, d and micro-batch, cost every block alike. Cached per those."""
+        sh = self.shapes[sid]
+        key = (sh.parts[i][0], self._tp(sid, i), sh.part_d(i), sh.part_b(i))
+        hit = self._kind_cache.get(key)
         if hit is None:
-            hit = self._kind_cache[(g, t)] = (replace(self.cluster.groups[g], name="", site="", nodes=0), t)
+            hit = self._kind_cache[key] = (replace(self.cluster.groups[key[0]], name="", site="", nodes=0),
+                                           *key[1:])
         return hit
 
     def _wan_floor(self, sid: int) -> float:
@@ -171,29 +175,30 @@ class Bounds:
         hit = self._wan_cache.get(sid)
         if hit is None:
             sh, groups = self.shapes[sid], self.cluster.groups
-            narrowest = min(self.table(g, t, sh).boundaries[i] for g, _, t in sh.parts for i in range(self.n))
+            narrowest = min(self.part_table(sid, 0).boundaries)
             hit = math.inf
-            for a, _, _ in sh.parts:
-                for b, _, _ in sh.parts:
-                    if groups[a].site != groups[b].site:
+            for a, part_a in enumerate(sh.parts):
+                for b, part_b in enumerate(sh.parts):
+                    if groups[part_a[0]].site != groups[part_b[0]].site:
                         lat, per_element = self._class_consts(sid, b, a)[7]
                         hit = min(hit, lat + per_element * narrowest)
             self._wan_cache[sid] = hit
         return hit
 
-    def _jensen_terms(self, sid: int, g: int, t: int) -> tuple:
-        """The data-parallel all-reduce of shape ``sid`` as latency + per-byte seconds, and ZeRO-3's
-        collectives per parameter (None where ZeRO-3 is not allowed), for the bound; cached."""
-        hit = self._jensen_cache.get(sid)
+    def _jensen_terms(self, sid: int, i: int) -> tuple:
+        """The data-parallel all-reduce of part ``i`` of shape ``sid`` as latency + per-byte seconds,
+        and ZeRO-3's collectives per parameter (None where ZeRO-3 is not allowed), for the bound;
+        cached."""
+        hit = self._jensen_cache.get((sid, i))
         if hit is None:
-            link = self.dp_link(sid, g, t)
+            link = self.dp_link(sid, i)
             latency = hierarchical_allreduce(0.0, *link)
             per_byte = hierarchical_allreduce(1.0, *link) - latency
             zero3 = None
             if any(z == 3 for _, z in self._allowed(sid)):
                 ring = flat_ring(link)
-                zero3 = zero3_collectives(1.0, 0, self.shapes[sid].replicas, ring, self.train.weight_bytes)
-            hit = self._jensen_cache[sid] = (latency, per_byte, zero3)
+                zero3 = zero3_collectives(1.0, 0, self.part_table(sid, i).d, ring, self.train.weight_bytes)
+            hit = self._jensen_cache[(sid, i)] = (latency, per_byte, zero3)
         return hit
 
     def _minmax(self, tab: StageTables, lo: int, q: int, start: float) -> float:
@@ -238,11 +243,11 @@ class Bounds:
         sh = self.shapes[sid]
         if sh.mode != "pipe" or len(sh.parts) > 1 or sh.c1 < 1:
             return -math.inf
-        g, p, _ = sh.parts[0]
+        p = sh.parts[0][1]
         if p == 1:  # one stage: its options are the plans
-            options = self._stage_options(sid, g, 0, self.n, 0, None)
+            options = self._stage_options(sid, 0, 0, self.n, 0, None)
             return min((sh.c1 * b + c for _, b, c, _, _ in options), default=math.inf)
-        tab = self.table(g, sh.parts[0][2], sh)
+        tab = self.part_table(sid, 0)
         return self._suffix_floor(sid, 0, p, sh.c1 * self._minmax(tab, 0, p, tab.time["none"][self.n] / p))
 
     def _suffix_floor(self, sid: int, lo: int, q: int, low: float) -> float:
@@ -250,9 +255,8 @@ class Bounds:
         given ``low``, a value known to be at most it."""
         floor = self._stage_floor_cores.get(sid)
         if floor is None:
-            sh = self.shapes[sid]
-            g, p, _ = sh.parts[0]
-            tab, usable, zc, _, _, _, infl, _ = self._class_consts(sid, g, None)
+            p = self.shapes[sid].parts[0][1]
+            tab, usable, zc, _, _, _, infl, _ = self._class_consts(sid, 0, None)
             arrays = tab.arrays()
             floor = StageFloor(self._floor_modes(sid, tab, zc), arrays["params"], arrays["expert"], tab.t,
                                usable, infl[:p])
@@ -272,7 +276,7 @@ class Bounds:
         params, expert, dense = arrays["params"], arrays["expert"], arrays["dense"]
         dp_byte = None  # the data-parallel all-reduce's seconds per gradient prefix entry, latency
         if sh.replicas > 1:
-            latency, per_byte, _ = self._jensen_terms(sid, sh.parts[0][0], t)
+            latency, per_byte, _ = self._jensen_terms(sid, 0)
             dp_byte = per_byte * tr.grad_bytes * dense / t
             if tab.expert_replicas > 1:
                 ring = (tab.expert_replicas, *tab.expert_ring)
@@ -303,7 +307,7 @@ class Bounds:
         """Prefix sums of ZeRO-3's collectives per micro-batch: ``zero3_collectives`` (dense and
         expert) over the prefix arrays, as it is linear in the blocks and their parameters."""
         sh, wb, arrays = self.shapes[sid], self.train.weight_bytes, tab.arrays()
-        ring = flat_ring(self.dp_link(sid, sh.parts[0][0], tab.t))
+        ring = flat_ring(self.dp_link(sid, 0))
         blocks = np.arange(self.n + 1, dtype=float)
         out = zero3_collectives(arrays["dense"] / tab.t, blocks, sh.replicas, ring, wb)
         if tab.expert_replicas > 1 and tab.expert[self.n] > 0:

@@ -14,16 +14,15 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
     seconds, shares = search.leaf_time(leaf)
     node = search.start_node(sid)
     out_stages, flops, lo = [], [], 0
+    pipe = sh.mode == "pipe"
     for j, (g, k, rc, z) in enumerate(stages):
-        node2 = search.make(
-            sid, node, g, sh.t if sh.mode == "hap" else dict((pg, pt) for pg, _, pt in sh.parts)[g], k, rc, z
-        )
+        node2 = search.make(sid, node, g if pipe else None, k, rc, z)
         assert node2 is not None
         node = node2
         entries = []
-        for gg, reps in [(g, sh.d)] if sh.mode == "pipe" else sh.parts:
-            t = sh.t if sh.mode == "hap" else dict((pg, pt) for pg, _, pt in sh.parts)[gg]
-            tab = search.table(gg, t, sh)
+        parts = [g] if pipe else range(len(sh.parts))
+        for part in parts:
+            tab = search.part_table(sid, part)
             cost = stage_cost(
                 tab,
                 lo,
@@ -32,54 +31,50 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
                 z,
                 j,
                 sh.p,
-                sh.m if sh.mode == "pipe" else sh.p,
+                sh.m if pipe else sh.p,
                 sh.schedule,
                 sh.v,
                 sh.k,
                 tr,
-                search.dp_link(sid, gg, t),
+                search.dp_link(sid, part),
                 None,
                 search.n - 1,
             )
-            entries.append((groups[gg].name, t, reps, cost))
-        flops.append(entries[0][3].flops)  # FLOPs per micro-batch do not depend on the group or t
+            entries.append((groups[sh.parts[part][0]].name, tab.t, tab, cost))
+        # FLOPs per micro-batch do not depend on the group or t: the stage's replicas run them all
+        flops.append(entries[0][3].flops * (entries[0][2].d if pipe else 1))
         out_stages.append(
             {
                 "blocks": [lo, lo + k],
-                "group": entries[0][0] if sh.mode == "pipe" else [e[0] for e in entries],
+                "group": entries[0][0] if pipe else [e[0] for e in entries],
                 "tp": entries[0][1],
-                "dp": sh.d,
+                "dp": sh.part_d(g) if pipe else sh.d,
+                **({"microbatch": sh.part_b(g)} if sh.uneven else {}),
                 "recompute": rc,
-                **({"recomputed_layers": entries[0][3].recomputed if sh.mode == "pipe"
+                **({"recomputed_layers": entries[0][3].recomputed if pipe
                     else [e[3].recomputed for e in entries]} if rc == "block" else {}),
                 "zero": z,
-                **_wan_entry(search, sid, stages[j - 1][0] if j else None, g, entries[0][1]),
+                **_wan_entry(search, sid, stages[j - 1][0] if j else None, g),
                 "ms_per_microbatch": [round(e[3].tau * 1e3, 4) for e in entries],
                 "memory_gb": round(max(e[3].memory for e in entries) / 2**30, 3),
-                "capacity_gb": round(
-                    min(
-                        tr.usable(groups[x])
-                        for x in ([g] if sh.mode == "pipe" else [gg for gg, _ in sh.parts])
-                    )
-                    / 2**30,
-                    3,
-                ),
+                "capacity_gb": round(min(tr.usable(groups[sh.parts[part][0]]) for part in parts) / 2**30, 3),
             }
         )
         lo += k
-    if sh.mode == "pipe":
-        gpus = sh.replicas * sum(s * t for _, s, t in sh.parts)
-        executed = sum(flops) * sh.replicas * sh.m  # per context rank x c
+    if pipe:
+        gpus = sh.c * sum(stages * t * d for _, stages, t, d in sh.parts)
+        executed = sum(flops) * sh.m  # per context rank x c
     else:
         gpus = sh.p * sh.t * sh.d
         executed = sum(flops) * tr.global_batch / sh.b
     model_flops = 3 * search.model.forward_flops(tr.global_batch, tr.seq)
     tps = sorted({s["tp"] for s in out_stages})
+    dps = sorted({s["dp"] for s in out_stages})
     plan = {
         "mode": sh.mode,
         "tp": tps[0] if len(tps) == 1 else tps,
         "pp": sh.p,
-        "dp": sh.d,
+        "dp": dps[0] if len(dps) == 1 else [s["dp"] for s in out_stages],
         "cp": sh.c,
         "ep": sh.ep,
         "microbatch": sh.b,
@@ -104,11 +99,12 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
     }
 
 
-def _wan_entry(search: PlanSearch, sid: int, prev: int | None, g: int, t: int) -> dict:
-    """``{"wan": {...}}`` for a pipe stage whose input crosses a wide-area link: the two sites and the
-    top-k ratio sent over it (1: uncompressed); else nothing."""
-    groups = search.cluster.groups
-    if search.shapes[sid].mode != "pipe" or prev is None or groups[prev].site == groups[g].site:
+def _wan_entry(search: PlanSearch, sid: int, prev: int | None, i: int) -> dict:
+    """``{"wan": {...}}`` for a pipe stage on part ``i`` whose input crosses a wide-area link: the two
+    sites and the top-k ratio sent over it (1: uncompressed); else nothing."""
+    if search.shapes[sid].mode != "pipe" or prev is None:
         return {}
-    ratio = search.wan_ratio(sid, prev, g, t)
-    return {"wan": {"from": groups[prev].site, "to": groups[g].site, "compression": ratio}}
+    here, there = (search.cluster.groups[search.part_group(sid, x)].site for x in (i, prev))
+    if here == there:
+        return {}
+    return {"wan": {"from": there, "to": here, "compression": search.wan_ratio(sid, prev, i)}}

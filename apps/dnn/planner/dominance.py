@@ -17,7 +17,7 @@ class Dominance:
 
     def _dominated(self, child: tuple) -> bool:
         """Per-worker memo: drop a state no better than one seen at equal (shape, blocks, stages left,
-        last group: the next stage's p2p link depends on it) that comes first in depth-first order.
+        last part: the next stage's p2p link depends on it) that comes first in depth-first order.
         Every completion of the kept state is then no slower and sorts first, so the plan does not
         depend on which state a worker met first (a sequential search meets them in that order)."""
         key = (child[1], child[2], child[3], child[7][-1][0])

@@ -146,7 +146,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
 
     def start_counts(self, sid: int) -> tuple:
         sh = self.shapes[sid]
-        return tuple(s for _, s, _ in sh.parts) if sh.mode == "pipe" else (sh.p,)
+        return tuple(part[1] for part in sh.parts) if sh.mode == "pipe" else (sh.p,)
 
     def zero_state(self, sid: int) -> tuple:
         c = len(self._classes(sid))
@@ -307,13 +307,13 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         sh = self.shapes[sid]
         q = sum(counts)
         R = self.n - lo
-        if sh.mode == "pipe":
-            rates = {g: self.table(g, t, sh).rate for g, _, t in sh.parts}
-            cap = sum(c * rates[g] for (g, _, _), c in zip(sh.parts, counts))
+        if sh.mode == "pipe":  # a part's speed on the pipeline's micro-batches: its replicas' rate x d
+            rates = [self.part_table(sid, i).rate * part[3] for i, part in enumerate(sh.parts)]
+            cap = sum(c * rate for rate, c in zip(rates, counts))
             twins = self._twins(sid) if self.pruning else {}
-            untouched = {i for i, ((_, stages, _), c) in enumerate(zip(sh.parts, counts)) if c == stages}
-            choices = [(g, max(1, round(R * rates[g] / cap)))
-                       for i, ((g, _, _), c) in enumerate(zip(sh.parts, counts))
+            untouched = {i for i, (part, c) in enumerate(zip(sh.parts, counts)) if c == part[1]}
+            choices = [(i, max(1, round(R * rates[i] / cap)))
+                       for i, c in enumerate(counts)
                        if c > 0 and not (i in untouched and twins.get(i) in untouched)]
             choices.sort(key=lambda o: -rates[o[0]])
         else:
@@ -321,9 +321,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         hi_max = self.n - (q - 1) * sh.v
         slots = []
         for g, share in choices:
-            if sh.mode == "pipe":
-                i = [pg for pg, _, _ in sh.parts].index(g)
-                newcounts = counts[:i] + (counts[i] - 1,) + counts[i + 1 :]
+            if g is not None:
+                newcounts = counts[:g] + (counts[g] - 1,) + counts[g + 1 :]
             else:
                 newcounts = (counts[0] - 1,)
             if q == 1:
@@ -337,7 +336,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
 
     def _twins(self, sid: int) -> dict:
         """Part index -> the previous part of its class in pipe shape ``sid``: parts any two of which
-        swap in any plan at the same time (groups of one GPU kind, stage count and t, with the same
+        swap in any plan at the same time (groups of one GPU kind, stage count, t and d, with the same
         links to every other group). The search starts a part only after that one (symmetry
         breaking: of the plans that differ by such swaps it keeps one order), so identical groups
         on identical sites are not ordered in every way. Cached; the exhaustive tree keeps all."""
@@ -351,9 +350,9 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
             return None if groups[a].site == groups[x].site else self.cluster.wan(groups[a], groups[x])
 
         def swappable(i: int, e: int) -> bool:
-            (g, stages, t), (h, other_stages, other_t) = sh.parts[i], sh.parts[e]
-            return ((stages, t) == (other_stages, other_t) and self._gpu_kind(g, t) == self._gpu_kind(h, t)
-                    and all(relation(g, x) == relation(h, x) for x, _, _ in sh.parts if x not in (g, h)))
+            (g, stages, _, _), (h, other_stages, _, _) = sh.parts[i], sh.parts[e]
+            return (g != h and stages == other_stages and self._gpu_kind(sid, i) == self._gpu_kind(sid, e)
+                    and all(relation(g, x[0]) == relation(h, x[0]) for x in sh.parts if x[0] not in (g, h)))
 
         classes: list[list[int]] = []  # parts any two of which can swap: any order of a class is a symmetry
         for i in range(len(sh.parts)):
@@ -375,10 +374,10 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         sh = self.shapes[sid]
         if sh.mode != "pipe" or sum(counts) < 2:
             return None
-        live = [(g, t) for (g, _, t), c in zip(sh.parts, counts) if c > 0]
+        live = [i for i, c in enumerate(counts) if c > 0]
         if len(live) != 1:
             return None
-        pre = self.table(live[0][0], live[0][1], sh).time["none"]
+        pre = self.part_table(sid, live[0]).time["none"]
         return pre[self.n] - pre[lo], pre, sum(counts) - 1
 
     def _slot_options(
@@ -408,7 +407,11 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
             return False
         return not 2 <= j <= sh.p - 2 or k == stages[1][1]
 
-    def make(self, sid: int, node: tuple, g: int | None, t: int, k: int, rc: str, z: int) -> tuple | None:
+    def make(self, sid: int, node: tuple, g: int | None, k: int, rc: str, z: int) -> tuple | None:
+        """The child of stage node ``node`` that puts the next ``k`` blocks on part ``g`` (pipe mode;
+        hap: every class, ``g`` None) with recomputation ``rc`` and ZeRO stage ``z`` (None: it does
+        not fit or cannot complete), costed by :func:`stage_cost` itself (the tree uses its
+        arithmetic in bulk: ``stage_terms``)."""
         _, _, lo, counts, S, X, E, stages, order = node
         sh, tr = self.shapes[sid], self.train
         hi = lo + k
@@ -416,17 +419,17 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         e = p2p_sends(sh.schedule, sh.v, sh.k)
         newS, newX, newE = list(S), list(X), E
         if sh.mode == "pipe":
-            classes = [(g, sh.d, sh.m)]
+            classes = [(g, sh.m)]
         else:
-            classes = [(gg, r, sh.p) for gg, r in sh.parts]  # in-flight never above p - j (1F1B/kFkB)
+            classes = [(c, sh.p) for c in range(len(sh.parts))]  # in-flight never above p - j (1F1B/kFkB)
         prev = stages[-1][0] if stages else None
-        for c, (gg, _, m_mem) in enumerate(classes):
-            before = prev if sh.mode == "pipe" else (gg if stages else None)
-            ckey = (sid, gg, t, lo, hi, rc, z, j, before)
+        for c, (part, m_mem) in enumerate(classes):
+            before = prev if sh.mode == "pipe" else (part if stages else None)
+            ckey = (sid, part, lo, hi, rc, z, j, before)
             cost = self.costs.get(ckey)
             if cost is None:  # a stage's cost depends only on the key: many nodes share it
                 cost = self.costs[ckey] = stage_cost(
-                    self.table(gg, t, sh),
+                    self.part_table(sid, part),
                     lo,
                     hi,
                     rc,
@@ -438,20 +441,17 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                     sh.v,
                     sh.k,
                     tr,
-                    self.dp_link(sid, gg, t),
-                    self._p2p_link(sid, before, gg, t),
+                    self.dp_link(sid, part),
+                    self._p2p_link(sid, before, part),
                     self.n - 1,
                 )
-            if cost.memory > tr.usable(self.cluster.groups[gg]):
+            if cost.memory > tr.usable(self.cluster.groups[sh.parts[part][0]]):
                 return None
             newS[c] += cost.tau + 2 * cost.p2p
             newX[c] = max(newX[c], cost.tau + e * cost.p2p)
             newE = max(newE, cost.exposed)
         newcounts = list(counts)
-        if sh.mode == "pipe":
-            newcounts[[pg for pg, _, _ in sh.parts].index(g)] -= 1
-        else:
-            newcounts[0] -= 1
+        newcounts[g if sh.mode == "pipe" else 0] -= 1
         rest = sum(newcounts)
         if rest == 0 and hi != self.n:
             return None
@@ -463,11 +463,10 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
     def replay(self, leaf: tuple) -> float:
         """The time of a leaf's plan (found by another PlanSearch with the same shapes) on this cluster."""
         sid, stages = leaf[1], leaf[7]
-        sh = self.shapes[sid]
+        pipe = self.shapes[sid].mode == "pipe"
         node = self.start_node(sid)
-        tps = {g: t for g, _, t in sh.parts} if sh.mode == "pipe" else {}
         for g, k, rc, z in stages:
-            nxt = self.make(sid, node, g, tps.get(g, sh.t), k, rc, z)
+            nxt = self.make(sid, node, g if pipe else None, k, rc, z)
             if nxt is None:
                 return math.inf
             node = nxt

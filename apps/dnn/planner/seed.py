@@ -51,7 +51,7 @@ class Seeding:
         one_group_pipe = sh.mode == "pipe" and len(sh.parts) == 1 and not self.train.megatron_stages
         if not one_group_pipe or self.root_lb[sid] == math.inf:
             return math.inf
-        g, n, v, c1 = sh.parts[0][0], self.n, sh.v, sh.c1
+        n, v, c1 = self.n, sh.v, sh.c1
 
         def cut(cap: float) -> tuple | None:
             lo, prev, stages = 0, None, []
@@ -59,15 +59,15 @@ class Seeding:
                 left = sh.p - j - 1
                 best = None
                 for hi in [n] if not left else range(lo + v, n - left * v + 1):
-                    fit = [o for o in self._stage_options(sid, g, lo, hi, j, prev) if c1 * o[1] + o[2] <= cap]
+                    fit = [o for o in self._stage_options(sid, 0, lo, hi, j, prev) if c1 * o[1] + o[2] <= cap]
                     if not fit:
                         break  # no option of a longer stage fits either
                     best = (hi, min(fit, key=lambda o: o[0]))
                 if best is None:
                     return None
                 hi, (_, _, _, rc, z) = best
-                stages.append((g, hi - lo, rc, z))
-                lo, prev = hi, g
+                stages.append((0, hi - lo, rc, z))
+                lo, prev = hi, 0
             return tuple(stages)
 
         low = max(c1 * self._floors(sid, 0, self.start_counts(sid))[1], self.stage_floors[sid])

@@ -20,11 +20,11 @@ class Shape:
     """The global decisions of a plan (levels 1-3)."""
 
     mode: str  # "pipe": per-stage device groups; "hap": replicas of different groups
-    parts: tuple  # pipe: ((group, stages, t), ...); hap: ((group, replicas), ...)
+    parts: tuple  # pipe: ((group, stages, t, d), ...), a group in 1 or 2 parts; hap: ((group, replicas), ...)
     p: int
-    d: int
-    t: int  # hap: the common TP degree; pipe: 0 (per group in parts)
-    b: int
+    d: int  # pipe: the largest part's data-parallel degree (every part's but under DAPPLE's replication)
+    t: int  # hap: the common TP degree; pipe: 0 (per part in parts)
+    b: int  # samples per replica and micro-batch in the parts of degree d (part_b: the others)
     m: int  # pipe: micro-batches per replica; hap: micro-batches in all (B / b)
     schedule: str
     v: int = 1
@@ -39,6 +39,20 @@ class Shape:
         """Ranks that hold the same parameters, all-reduce their gradients and share ZeRO state: the
         data-parallel ranks times the context-parallel ones (Megatron-LM's data-context group)."""
         return self.d * self.c
+
+    def part_d(self, i: int) -> int:
+        """Part ``i``'s data-parallel degree (hap: the replicas in all, as its tables count them)."""
+        return self.parts[i][3] if self.mode == "pipe" else self.d
+
+    def part_b(self, i: int) -> int:
+        """Samples per replica of part ``i`` in one micro-batch: a stage's replicas split the
+        pipeline's micro-batch of d x b samples between them (DAPPLE), b where every d is equal."""
+        return self.b * self.d // self.part_d(i)
+
+    @property
+    def uneven(self) -> bool:
+        """Whether the stages differ in data-parallel degree (DAPPLE's per-stage replication)."""
+        return self.mode == "pipe" and any(part[3] != self.d for part in self.parts)
 
     @property
     def div(self) -> int:
@@ -56,8 +70,12 @@ class Shape:
 
     def form(self) -> tuple:
         if self.mode == "pipe":
-            return ("pipe", tuple((g, s) for g, s, _ in self.parts))
+            return ("pipe", tuple((g, s, t * d * self.c) for g, s, t, d in self.parts))
         return ("hap", self.p, self.t, tuple(g for g, _ in self.parts))
+
+
+#: the most stages of each width in a group split between two widths (``Shapes._splits``)
+SPLIT_STAGES = 3
 
 
 def heads_not_divided(model: Model, t: int) -> tuple[int, str] | None:
@@ -131,11 +149,13 @@ class Shapes:
                         continue
                     if fix.get("dp", d) != d or any(fix.get("tp", t) != t for t in ts):
                         continue
-                    parts = tuple((g, c[0], t) for g, c, t in zip(subset, combo, ts))
+                    parts = tuple((g, c[0], t, d) for g, c, t in zip(subset, combo, ts))
                     shapes = self._schedules("pipe", parts, p, d, 0, tr.global_batch)
                     if cp > 1:                  # token slices and context parallelism: not both
                         shapes = [replace(sh, c=cp) for sh in shapes if sh.schedule != "terapipe"]
                     out += shapes
+            if tr.stage_replication:
+                out += self._replicated(subset)
             # hap mode: replicas of whole pipelines on different groups, within one site (its
             # data-parallel all-reduce would cross a wide-area link every step)
             if len(subset) < 2 or not tr.hap or len({groups[g].site for g in subset}) > 1:
@@ -159,6 +179,49 @@ class Shapes:
                         d = sum(r[1] for r in reps)
                         if fix.get("dp", d) == d:
                             out += self._schedules("hap", tuple(reps), p, d, t, tr.global_batch)
+        return out
+
+    def _replicated(self, subset: list[int]) -> list[Shape]:
+        """DAPPLE's pipe shapes on the groups ``subset``: stages of different widths, so of different
+        data-parallel degrees, at one t for all (``--stage-replication``). Each group holds stages of
+        one width or of two (``_splits``); shapes whose stages all have one width are the ordinary
+        ones. Dense models only, without context parallelism, and not with ``--fix dp``, which pins
+        one degree for every stage."""
+        tr, fix, groups = self.train, self.train.fix, self.cluster.groups
+        if self.model.moe or fix.get("cp", 1) != 1 or "dp" in fix:
+            return []
+        out = []
+        for combo in _product([self._splits(groups[g].gpus, groups[g].gpus_per_node) for g in subset]):
+            slices = [(g, stages, width) for g, pattern in zip(subset, combo) for stages, width in pattern]
+            p = sum(stages for _, stages, _ in slices)
+            widths = {width for _, _, width in slices}
+            if p > self.n or fix.get("pp", p) != p or len(widths) < 2:
+                continue
+            for t in divisors(math.gcd(*widths)):
+                if (not self.tp_fits(t) or fix.get("tp", t) != t
+                        or any(not aligned(t, groups[g].gpus_per_node) for g in subset)):
+                    continue
+                parts = tuple((g, stages, t, width // t) for g, stages, width in slices)
+                d = max(widths) // t
+                out += [sh for sh in self._schedules("pipe", parts, p, d, 0, tr.global_batch)
+                        if all(sh.b * d % part[3] == 0 for part in parts)]
+        return out
+
+    def _splits(self, gpus: int, per_node: int) -> list[tuple]:
+        """The ways a group of ``gpus`` GPUs on nodes of ``per_node`` may hold pipeline stages under
+        ``--stage-replication``: ((stages, width),) of one node-aligned width, as without it, or
+        ((s1, w1), (s2, w2)): s2 narrow stages of a node-aligned width w2 and s1 wide ones sharing
+        the rest, w1 > w2, each count at most ``SPLIT_STAGES`` (DAPPLE's 15:1 on two 8-GPU nodes is
+        s1 = s2 = 1, w2 = 1). A wide stage may span nodes in part: its ranks are data-parallel, and
+        its TP groups, t | w1 with t dividing the node, stay in one node."""
+        widths = [w for w in divisors(gpus) if aligned(w, per_node)]
+        out: list[tuple] = [((gpus // w, w),) for w in widths]
+        for w2 in widths:
+            for s2 in range(1, SPLIT_STAGES + 1):
+                for s1 in range(1, SPLIT_STAGES + 1):
+                    rest = gpus - s2 * w2
+                    if rest > 0 and rest % s1 == 0 and rest // s1 > w2 and s1 + s2 <= self.n:
+                        out.append(((s1, rest // s1), (s2, w2)))
         return out
 
     def _context_degrees(self, room: int) -> list[int]:

@@ -44,27 +44,35 @@ class StageCosts:
 
     _recompute_modes: Callable[[], list[str]]  # from Shapes
 
-    def table(self, g: int, t: int, sh: Shape) -> StageTables:
-        """Group ``g``'s per-block prefix tables at TP ``t`` for shape ``sh`` (its d, b, ep, c and token
-        slices); cached."""
-        key = (g, t, sh.d, sh.b, sh.ep, sh.c, sh.n)
+    def part_table(self, sid: int, i: int) -> StageTables:
+        """The per-block prefix tables of part ``i`` of shape ``sid`` (pipe: a group's stages of one
+        width; hap: a group's replicas): its group at its t, d and micro-batch, and the shape's ep,
+        c and token slices; cached by those, so shapes share them."""
+        sh = self.shapes[sid]
+        g, t, d, b = sh.parts[i][0], self._tp(sid, i), sh.part_d(i), sh.part_b(i)
+        key = (g, t, d, b, sh.ep, sh.c, sh.n)
         tab = self.tables.get(key)
         if tab is None:
             gr = self.cluster.groups[g]
-            tab = StageTables(self.model, gr, t, sh.d, sh.b, self.train,
-                              ep_group_inter=sh.d * t > gr.gpus_per_node, ep=sh.ep, c=sh.c, slices=sh.n)
+            tab = StageTables(self.model, gr, t, d, b, self.train,
+                              ep_group_inter=d * t > gr.gpus_per_node, ep=sh.ep, c=sh.c, slices=sh.n)
             self.tables[key] = tab
         return tab
 
-    def dp_link(self, sid: int, g: int, t: int) -> tuple:
+    def part_group(self, sid: int, i: int) -> int:
+        """The device group (an index into the cluster's groups) of part ``i`` of shape ``sid``."""
+        return self.shapes[sid].parts[i][0]
+
+    def dp_link(self, sid: int, i: int) -> tuple:
+        """The data-parallel ring of part ``i``: ranks per node, nodes, and their links."""
         sh, eff = self.shapes[sid], self.train.link_efficiency
-        gr = self.cluster.groups[g]
+        gr, t = self.cluster.groups[sh.parts[i][0]], self._tp(sid, i)
         if sh.mode == "pipe":  # the data x context group, its ranks t apart (TP innermost)
-            d = sh.replicas
+            d = sh.part_d(i) * sh.c
             k1 = d if d * t <= gr.gpus_per_node else max(1, gr.gpus_per_node // t)
             return (
                 k1,
-                d // k1,
+                -(-d // k1),  # a DAPPLE stage may fill its last node in part
                 gr.intra_bandwidth * eff,
                 gr.inter_bandwidth * eff,
                 gr.intra_latency,
@@ -86,36 +94,49 @@ class StageCosts:
             max(x.inter_latency for x in groups),
         )
 
-    def _p2p_link(self, sid: int, prev: int | None, g: int, t: int) -> tuple | None:
-        """The link a stage on group g receives its input over (None for the first stage)."""
+    def _p2p_link(self, sid: int, prev: int | None, i: int) -> tuple | None:
+        """The link a stage on part ``i`` receives its input over from one on part ``prev`` (None for
+        the first stage), as (bandwidth, latency) for the receiving GPU's own share (``tab.b``). Where
+        the sending stage has fewer replicas (DAPPLE), each sender's larger share sets the time: the
+        bandwidth is scaled down by the ratio of the shares."""
         if prev is None:
             return None
         sh, eff = self.shapes[sid], self.train.link_efficiency
-        gr = self.cluster.groups[g]
-        if prev != g:
-            wan = self.cluster.wan(self.cluster.groups[prev], gr)
+        (g, _, t, _), (before, _, t_prev, _) = self._pipe_part(sh, i), self._pipe_part(sh, prev)
+        gr, replicas = self.cluster.groups[g], sh.part_d(i) * sh.c
+        slower = sh.part_b(i) / max(sh.part_b(i), sh.part_b(prev))  # 1 unless the senders carry more
+        if before != g:
+            wan = self.cluster.wan(self.cluster.groups[before], gr)
             if wan is not None:  # the stage's t x replicas GPUs send at once over one wide-area link
-                return wan[0] / (t * sh.replicas), wan[1]
-            bw, lat = self.cluster.link(self.cluster.groups[prev], gr)
-            return bw * eff, lat
-        if sh.replicas * t >= gr.gpus_per_node:
-            return gr.inter_bandwidth * eff, gr.inter_latency
-        return gr.intra_bandwidth * eff, gr.intra_latency
+                return wan[0] / (t * replicas) * slower, wan[1]
+            bw, lat = self.cluster.link(self.cluster.groups[before], gr)
+            return bw * eff * slower, lat
+        if max(replicas * t, sh.part_d(prev) * sh.c * t_prev) >= gr.gpus_per_node:
+            return gr.inter_bandwidth * eff * slower, gr.inter_latency
+        return gr.intra_bandwidth * eff * slower, gr.intra_latency
 
-    def wan_ratio(self, sid: int, prev: int | None, g: int, t: int) -> float:
-        """The top-k ratio on the link into a stage on group ``g`` after one on ``prev`` (1: none)."""
-        send = self._wan_send(sid, prev, g, t)
+    @staticmethod
+    def _pipe_part(sh: Shape, i: int) -> tuple:
+        """Part ``i`` as (group, stages, t, d) in either mode (hap: the group's replicas at t)."""
+        return sh.parts[i] if sh.mode == "pipe" else (sh.parts[i][0], sh.p, sh.t, sh.d)
+
+    def wan_ratio(self, sid: int, prev: int | None, i: int) -> float:
+        """The top-k ratio on the link into a stage on part ``i`` after one on ``prev`` (1: none)."""
+        send = self._wan_send(sid, prev, i)
         return 1.0 if send is None else send[1]
 
-    def _wan_send(self, sid: int, prev: int | None, g: int, t: int) -> tuple[float, float] | None:
-        """(seconds per byte, top-k ratio) of the sends into a stage on group ``g`` after one on
+    def _wan_send(self, sid: int, prev: int | None, i: int) -> tuple[float, float] | None:
+        """(seconds per byte, top-k ratio) of the sends into a stage on part ``i`` after one on
         ``prev`` over a wide-area link, at the best of ``--wan-compression`` (FusionLLM compresses
         only the slow links); None within a site. The ratio only shortens the sends, so the least
         p2p time is the best choice on every path."""
         groups = self.cluster.groups
-        if prev is None or prev == g or self.cluster.wan(groups[prev], groups[g]) is None:
+        if prev is None:
             return None
-        bw, _ = self._p2p_link(sid, prev, g, t)
+        g, before = self.part_group(sid, i), self.part_group(sid, prev)
+        if before == g or self.cluster.wan(groups[before], groups[g]) is None:
+            return None
+        bw, _ = self._p2p_link(sid, prev, i)
         return wan_seconds_per_byte(bw, groups[g].hbm_bandwidth, self.train.wan_compression)
 
     def _allowed(self, sid: int) -> tuple:
@@ -156,7 +177,7 @@ class StageCosts:
         if sh.mode == "pipe":
             classes = ((g, prev),)
         else:
-            classes = tuple((gg, gg if j else None) for gg, _ in sh.parts)
+            classes = tuple((c, c if j else None) for c in range(len(sh.parts)))
         recomputes: dict = {}  # ZeRO stage -> layers its "block" option recomputes, over the classes
         per_class = []
         for gg, before in classes:
@@ -217,28 +238,30 @@ class StageCosts:
         return out
 
     def _class_consts(self, sid: int, gg: int, before: int | None) -> tuple:
-        """What the stage cost of shape ``sid`` on group ``gg`` needs besides the blocks, computed once."""
+        """What the stage cost of shape ``sid`` on part ``gg`` after part ``before`` needs besides the
+        blocks, computed once."""
         key = (sid, gg, before)
         hit = self._consts.get(key)
         if hit is not None:
             return hit
         sh, tr = self.shapes[sid], self.train
         t = self._tp(sid, gg)
-        tab = self.table(gg, t, sh)
+        tab = self.part_table(sid, gg)
+        replicas = tab.d  # the part's data x context ranks
         m_mem = sh.m if sh.mode == "pipe" else sh.p
         zc = {}
         r = tab.expert_replicas
         for z in (0, 1, 2, 3):
-            state = state_bytes_per_param(z, sh.replicas, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
+            state = state_bytes_per_param(z, replicas, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
             state_e = state_bytes_per_param(z, r, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
             gbuf = tab.gather_buffer / t * tr.weight_bytes if z == 3 else 0.0
-            touched_f = 2 * tr.state_bytes / tab.group.hbm_bandwidth / (sh.replicas if z >= 1 else 1)
+            touched_f = 2 * tr.state_bytes / tab.group.hbm_bandwidth / (replicas if z >= 1 else 1)
             touched_e = 2 * tr.state_bytes / tab.group.hbm_bandwidth / (r if z >= 1 else 1)
             zc[z] = (state, gbuf, touched_f, m_mem, state_e, touched_e)
         e = p2p_sends(sh.schedule, sh.v, sh.k)
         dp_one = zero3 = None
-        if sh.replicas > 1:
-            link = self.dp_link(sid, gg, t)
+        if replicas > 1:
+            link = self.dp_link(sid, gg)
 
             def dp_one(dense: float, experts: float, link: tuple = link) -> float:
                 out = hierarchical_allreduce(dense * tr.grad_bytes, *link)
@@ -247,26 +270,25 @@ class StageCosts:
                 return out
 
             def zero3(dense: float, experts: float, blocks: int, link: tuple = link) -> float:
-                out = zero3_collectives(dense, blocks, sh.replicas, flat_ring(link), tr.weight_bytes)
+                out = zero3_collectives(dense, blocks, replicas, flat_ring(link), tr.weight_bytes)
                 if experts and r > 1:
                     out += zero3_collectives(experts, blocks, r, tab.expert_ring, tr.weight_bytes)
                 return out
 
         infl = [inflight(sh.schedule, j, sh.p, m_mem, sh.v, sh.k) for j in range(sh.p)]
         p2p_c = None
-        link2 = self._p2p_link(sid, before, gg, t)
+        link2 = self._p2p_link(sid, before, gg)
         if link2 is not None:
             bw, lat = link2
-            p2p_c = (lat, 2.0 * sh.b * tr.seq / sh.c / t / bw)
-            send = self._wan_send(sid, before, gg, t)
+            p2p_c = (lat, 2.0 * tab.b * tr.seq / sh.c / t / bw)
+            send = self._wan_send(sid, before, gg)
             if send is not None and send[1] > 1:  # compressed: its own seconds per byte
-                p2p_c = (lat, 2.0 * sh.b * tr.seq / sh.c / t * send[0])
-        out = (tab, tr.usable(self.cluster.groups[gg]), zc, e, dp_one, zero3, infl, p2p_c)
+                p2p_c = (lat, 2.0 * tab.b * tr.seq / sh.c / t * send[0])
+        out = (tab, tr.usable(self.cluster.groups[sh.parts[gg][0]]), zc, e, dp_one, zero3, infl, p2p_c)
         self._consts[key] = out
         return out
 
-    def _tp(self, sid: int, g: int) -> int:
+    def _tp(self, sid: int, i: int) -> int:
+        """Part ``i``'s tensor-parallel degree."""
         sh = self.shapes[sid]
-        if sh.mode == "hap":
-            return sh.t
-        return next(t for pg, _, t in sh.parts if pg == g)
+        return sh.t if sh.mode == "hap" else sh.parts[i][2]

@@ -2,7 +2,7 @@
 
 ``ExhaustivePlanSearch`` cannot finish on GPT-3 / 1024 GPUs, so the "fewer nodes than exhaustive"
 ratio needs the size of its tree by other means. Below the shape nodes, the subtree of a stage node
-depends only on (shape, blocks used, stages left per group, last group): its children are the
+depends only on (shape, blocks used, stages left per part, last part): its children are the
 memory-feasible options of each (group, blocks) after the path-independent option filter
 (``PlanSearch._stage_options``), and none of that reads the path's times. So a memoised recursion
 over those keys counts the tree exactly; a test compares it with real ``--exhaustive`` runs.
@@ -34,7 +34,7 @@ def shape_nodes(search: PlanSearch, sid: int, filtered: bool = True) -> int:
     """Nodes of one shape's subtree (the shape node itself included)."""
     sh, n = search.shapes[sid], search.n
     pipe = sh.mode == "pipe"
-    groups = [g for g, _, _ in sh.parts] if pipe else [None]
+    parts = list(range(len(sh.parts))) if pipe else [None]
     memo: dict = {}
 
     def count(lo: int, counts: tuple, prev: int | None) -> int:
@@ -48,7 +48,7 @@ def shape_nodes(search: PlanSearch, sid: int, filtered: bool = True) -> int:
             j = sh.p - q
             R = n - lo
             ks = [R] if q == 1 else range(sh.v, R - (q - 1) * sh.v + 1)
-            for i, g in enumerate(groups):
+            for i, g in enumerate(parts):
                 if counts[i] == 0:
                     continue
                 newcounts = counts[:i] + (counts[i] - 1,) + counts[i + 1 :]
