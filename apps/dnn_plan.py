@@ -237,6 +237,7 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
         memory_fraction=args.memory_fraction,
         tp_overlap=args.tp_overlap,
         wan_compression=wan_ratios(args.wan_compression),
+        stage_replication=args.stage_replication,
         fix=fix,
         precision=precision,
     )
@@ -341,6 +342,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wan-compression", default="1", metavar="R[,R...]",
                         help="top-k ratios allowed on links between sites (FusionLLM's compression of "
                              "activations and their gradients; lossy, so only 1, none, by default)")
+    parser.add_argument("--stage-replication", action="store_true",
+                        help="let pipeline stages differ in data-parallel degree (DAPPLE's per-stage "
+                             "replication; neither Megatron-LM nor DeepSpeed runs such plans)")
     parser.add_argument("--network-slowdown", default=None, metavar="F[,F...]|@TRACE",
                         help="Ada-Grouper: for each link slowdown factor (or a trace of 'SECONDS FACTOR' "
                              "lines), the best kFkB group size for the plan's shape and its gain over 1F1B")
@@ -381,6 +385,11 @@ def _wan(stage: dict) -> str:
     return f"; input over the {wan['from']}-{wan['to']} wide-area link, {how}"
 
 
+def _replication(stage: dict) -> str:
+    """A stage's own data-parallel degree and micro-batch share where stages differ in them (DAPPLE)."""
+    return f" dp={stage['dp']} mb={stage['microbatch']}" if "microbatch" in stage else ""
+
+
 def _stage_time(stage: dict) -> str:
     """A stage's forward and backward time per micro-batch (one figure per device group of a hap stage)."""
     return "/".join(f"{ms:.2f}" for ms in stage["ms_per_microbatch"]) + " ms per micro-batch (fwd+bwd)"
@@ -413,7 +422,8 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     ]
     for j, s in enumerate(p["stages"]):
         lines.append(
-            f"  stage {j}: blocks {s['blocks'][0]}..{s['blocks'][1] - 1} on {s['group']} tp={s['tp']} "
+            f"  stage {j}: blocks {s['blocks'][0]}..{s['blocks'][1] - 1} on {s['group']} tp={s['tp']}"
+            f"{_replication(s)} "
             f"recompute={_recompute(s)} zero={s['zero']} {_stage_time(s)}, "
             f"{s['memory_gb']:.2f}/{s['capacity_gb']:.2f} GiB{_wan(s)}"
         )

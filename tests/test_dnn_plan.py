@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import re
 import subprocess
 
 import pytest
+from dnn_oracle import brute_force, small_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -151,34 +151,6 @@ def test_table2_ptdp_against_zero3(row):
     ratio = ptdp_tflops / zero3_tflops
     assert ratio >= 2 if ptdp_published / zero3_published >= 2 else ratio <= 1.3
     assert abs(zero3_tflops / zero3_published - 1) <= 0.25 and abs(ptdp_tflops / ptdp_published - 1) <= 0.25
-
-
-def small_model(layers: int, hidden: int = 1024) -> object:
-    return transformer("small", layers=layers, hidden=hidden, heads=16, vocab=32000, seq=1024)
-
-
-def brute_force(search: PlanSearch) -> float:
-    """Every shape x every contiguous partition x every (recompute, ZeRO) per stage, by replay."""
-    best = math.inf
-    zeros = [0, 1, 2, 3]
-    for sid, sh in enumerate(search.shapes):
-        if sh.mode == "pipe":
-            pool = [i for i, part in enumerate(sh.parts) for _ in range(part[1])]
-            orders = set(itertools.permutations(pool))
-        else:
-            orders = {(None,) * sh.p}
-        for cuts in itertools.combinations(range(1, search.n), sh.p - 1):
-            bounds = (0, *cuts, search.n)
-            sizes = [bounds[i + 1] - bounds[i] for i in range(sh.p)]
-            for order in orders:
-                for rcs in itertools.product(search.train.recompute, repeat=sh.p):
-                    for zs in itertools.product(zeros if sh.d > 1 else [0], repeat=sh.p):
-                        stages = tuple(
-                            (order[j] if sh.mode == "pipe" else 0, sizes[j], rcs[j], zs[j])
-                            for j in range(sh.p)
-                        )
-                        best = min(best, search.replay(("s", sid, 0, (), (), (), 0.0, stages)))
-    return best
 
 
 @settings(max_examples=6, deadline=None)

@@ -465,5 +465,5 @@ def stage_cost(
     p2p = 0.0
     if p2p_link is not None:
         bw, lat = p2p_link
-        p2p = lat + 2.0 * b * train.seq / tab.c * tab.boundaries[hi - 1] / t / bw
+        p2p = lat + 2.0 * b * train.seq / tab.c * tab.boundaries[lo - 1] / t / bw  # its input
     return StageCost(tau, p2p, exposed, memory, flops, layers)

@@ -20,6 +20,10 @@ LAUNCHERS = ("none", "megatron", "deepspeed")
 MEGATRON_SCHEDULES = ("1f1b", "interleaved")
 
 
+_UNEVEN_DP = ("its stages differ in data-parallel degree (DAPPLE's per-stage replication): the launcher "
+              "builds one data-parallel group size for every stage")
+
+
 class CannotExpress(Exception):
     """The plan uses something the launcher cannot run; the message says what."""
 
@@ -30,7 +34,7 @@ def restrict(train: Training, launcher: str) -> Training:
         train = replace(train, launcher=launcher, zero=tuple(z for z in train.zero if z <= 1),
                         schedules=tuple(s for s in train.schedules if s in MEGATRON_SCHEDULES),
                         recompute=tuple(r for r in train.recompute if r != "block"),
-                        wan_compression=(1.0,),
+                        wan_compression=(1.0,), stage_replication=False,
                         uniform_recompute=True, hap=False, one_tp=True, interleave_min_pp=3,
                         megatron_stages=True)
         if train.precision == "fp16":  # Megatron-LM's MoE layers need bf16 for expert parallelism
@@ -86,6 +90,8 @@ def megatron_refusal(plan: dict, model: Model, train: Training) -> str | None:
         return "it gives replicas on different GPU types different micro-batch shares"
     if isinstance(plan["tp"], list):
         return "its device groups use different tensor-parallel degrees"
+    if isinstance(plan["dp"], list):
+        return _UNEVEN_DP
     if any(s.get("wan", {}).get("compression", 1) > 1 for s in plan["stages"]):
         return ("it compresses activations between sites (FusionLLM's top-k), which Megatron-LM's "
                 "pipeline sends do not")
@@ -188,6 +194,8 @@ def deepspeed_refusal(plan: dict) -> str | None:
     """Why a DeepSpeed config cannot describe ``plan``, or None."""
     if plan["mode"] == "hap":
         return "it gives replicas on different GPU types different micro-batch shares"
+    if isinstance(plan["dp"], list):
+        return _UNEVEN_DP
     if plan["tp"] != 1 or plan["pp"] != 1:
         return ("it uses tensor or pipeline parallelism: DeepSpeed's engine runs no TP, and its pipeline "
                 "engine needs a PipelineModule and refuses ZeRO-2/3")

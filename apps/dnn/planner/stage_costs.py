@@ -192,7 +192,7 @@ class StageCosts:
             one = collectives = 0.0
             if dp_one is not None:
                 one, collectives = dp_one(dense, experts), zero3(dense, experts, hi - lo)
-            p2p = 0.0 if p2p_c is None else p2p_c[0] + p2p_c[1] * tab.boundaries[hi - 1]
+            p2p = 0.0 if p2p_c is None else p2p_c[0] + p2p_c[1] * tab.boundaries[lo - 1]  # its input
             fj = infl[j]
             terms = []
             for rc, z in allowed:

@@ -1,0 +1,170 @@
+"""DAPPLE's per-stage replication (``--stage-replication``): stages of different data-parallel degrees,
+each replica of a stage taking its share of the pipeline's micro-batch. Exact against the replay
+oracle and the exhaustive tree, costed as a hand computation says, refused by both launchers, and
+DAPPLE's VGG-19 finding under our model."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import pytest
+from dnn_oracle import brute_force, small_model
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from support import same_optimum, yewpy_cmd
+from yewpy.apps.dnn.cluster import load_cluster
+from yewpy.apps.dnn.cost import Training
+from yewpy.apps.dnn.model_files import load_model
+from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch
+from yewpy.apps.dnn.planner.treecount import exhaustive_nodes
+from yewpy.apps.dnn_plan import plan
+
+VGG19 = str(Path(__file__).parent / "data" / "vgg19.json")
+
+
+def _replicated(**kw: object) -> Training:
+    return Training(stage_replication=True, **kw)
+
+
+def test_shapes_split_a_group_into_two_widths():
+    """Two 8-GPU nodes: besides the one-width pipelines, DAPPLE's 15:1 (one stage of 15 replicas,
+    one of 1) and 12:4 are shapes; every shape uses all 16 GPUs, and no shape has one width only
+    and two degrees."""
+    search = PlanSearch(load_model(VGG19), load_cluster("p3.16xlarge:2x8"),
+                        _replicated(global_batch=480, seq=1, max_tp=1), rank=False)
+    widths = {tuple((stages, t * d) for _, stages, t, d in sh.parts) for sh in search.shapes}
+    assert {((1, 15), (1, 1)), ((1, 12), (1, 4)), ((2, 8),), ((1, 16),)} <= widths
+    for sh in search.shapes:
+        assert sum(stages * t * d for _, stages, t, d in sh.parts) == 16
+        assert sh.uneven == (len({d for *_, d in sh.parts}) > 1)
+        assert all(sh.part_b(i) * sh.part_d(i) == sh.b * sh.d for i in range(len(sh.parts)))
+    plain = PlanSearch(load_model(VGG19), load_cluster("p3.16xlarge:2x8"),
+                       Training(480, 1, max_tp=1), rank=False)
+    assert not any(sh.uneven for sh in plain.shapes)
+    assert len(plain.shapes) < len(search.shapes)
+
+
+@settings(max_examples=5, deadline=None)
+@given(
+    layers=st.integers(2, 3),
+    hidden=st.sampled_from([512, 4096]),
+    batch=st.sampled_from([8, 16]),
+    mem=st.sampled_from([0.15, 0.9]),
+    cluster=st.sampled_from(["dgx-a100-80g:1x4", "dgx-a100-80g:1x2+dgx-v100-16g:1x2"]),
+)
+def test_bnb_equals_brute_force_with_replication(layers, hidden, batch, mem, cluster):
+    """The pruned search's best equals the oracle's over every shape, cut, part order and option,
+    with uneven shapes among them (a 4-GPU group holds 3:1, 2:1:1, ...)."""
+    model = small_model(layers, hidden)
+    train = _replicated(global_batch=batch, seq=1024, memory_fraction=mem, memory_reserve=0,
+                        microbatches=(1, 2), schedules=("1f1b",), recompute=("none", "full"),
+                        zero=(0, 1), max_tp=2)
+    search = PlanSearch(model, load_cluster(cluster), train)
+    assert any(sh.uneven for sh in search.shapes)
+    oracle = brute_force(PlanSearch(model, load_cluster(cluster), train, rank=False))
+    found = search.search()
+    if math.isinf(oracle):
+        assert found.objective is None or math.isinf(found.objective)
+    else:
+        assert found.objective == pytest.approx(oracle, rel=1e-12)
+
+
+@pytest.mark.parametrize("cluster", ["dgx-a100-80g:1x8", "dgx-a100-80g:1x4+dgx-v100-32g:1x2"])
+def test_replication_matches_the_exhaustive_tree_and_its_count(cluster):
+    """Top 3 equal the exhaustive tree's, and treecount counts that tree exactly."""
+    model = small_model(4, 2048)
+    train = _replicated(global_batch=32, seq=1024, microbatches=(1, 2, 4), memory_fraction=0.5)
+    exhaustive = ExhaustivePlanSearch(model, load_cluster(cluster), train, top=3)
+    oracle = exhaustive.search(prune_level=False)
+    found = PlanSearch(model, load_cluster(cluster), train, top=3).search()
+    assert [s for s, _ in found.solutions] == pytest.approx([s for s, _ in oracle.solutions], rel=1e-12)
+    assert same_optimum(found, oracle)
+    assert exhaustive_nodes(PlanSearch(model, load_cluster(cluster), train)) == oracle.nodes
+
+
+def test_an_uneven_stage_is_costed_as_by_hand():
+    """15:1 on two 8-GPU nodes: the 1-replica stage runs the pipeline's whole micro-batch (15 x b
+    samples), holds its blocks' full model state (no ZeRO sharding over 1 rank), has no gradient
+    all-reduce, and receives all 15 senders' activations over the network link."""
+    model = load_model(VGG19)
+    cluster = load_cluster("p3.16xlarge:2x8")
+    train = _replicated(global_batch=480, seq=1, max_tp=1, precision="fp16")
+    search = PlanSearch(model, cluster, train, rank=False)
+    sid = next(i for i, sh in enumerate(search.shapes)
+               if [(s, d) for _, s, _, d in sh.parts] == [(1, 15), (1, 1)] and sh.b == 2
+               and sh.schedule == "1f1b")
+    sh = search.shapes[sid]
+    assert (sh.d, sh.part_b(1), sh.m) == (15, 30, 16)
+    one = search.part_table(sid, 1)
+    assert (one.d, one.b) == (1, 30)
+    group = cluster.groups[0]
+    lat, per_element = search._class_consts(sid, 1, 0)[7]
+    assert lat == group.inter_latency
+    assert per_element == pytest.approx(2.0 * 30 * 1 / (group.inter_bandwidth * train.link_efficiency))
+    # and the other way: 15 receivers, each 2 samples, from one sender of 30: the sender's 30 set the time
+    lat, back = search._class_consts(sid, 0, 1)[7]
+    assert back == pytest.approx(per_element)
+    assert search._class_consts(sid, 1, 0)[4] is None  # one replica: no gradient all-reduce
+    assert search._class_consts(sid, 0, None)[4] is not None
+    fc = model.blocks[16:]
+    stage = search.make(sid, search.make(sid, search.start_node(sid), 0, 16, "none", 1), 1, 3, "none", 0)
+    cost = search.costs[(sid, 1, 16, 19, "none", 0, 1, 0)]
+    full_state = sum(blk.params for blk in fc) * (train.weight_bytes + train.grad_bytes
+                                                  + train.optimizer_bytes)
+    assert cost.memory >= full_state
+    assert cost.tau >= sum(3 * blk.forward_flops(30, 1) for blk in fc) / one.rate
+    assert cost.p2p == pytest.approx(lat + per_element * model.blocks[15].boundary)  # conv16's output
+    assert stage is not None and search.leaf_time(stage)[0] > 0
+
+
+def test_vgg19_on_two_servers_replicates_the_convolutions():
+    """DAPPLE's VGG-19 setting (its authors' scripts: two 8-V100 servers on 25 Gb/s Ethernet, global
+    batch 480): the best plan puts the fully connected layers, 86% of the weights, on a stage of one
+    replica and replicates the convolutions; it beats the best plan of one data-parallel degree, and
+    data parallelism alone by more than 4x. The authors' own 15:1 beats data parallelism too, by
+    more than 2x, but not the best plan: its one GPU receives all 15 replicas' activations, which
+    the model sends over that GPU's share of the 25 Gb/s link (docs/dnn.md)."""
+    model, cluster = load_model(VGG19), load_cluster("p3.16xlarge:2x8")
+    train = _replicated(global_batch=480, seq=1, max_tp=1, precision="fp16")
+    best = plan(model, cluster, train, top=1)
+    stages = best.extras["plan"]["stages"]
+    assert isinstance(best.extras["plan"]["dp"], list)
+    last = stages[-1]
+    assert last["dp"] == 1 and last["blocks"][1] == 19 and last["blocks"][0] <= 16
+    assert all(s["dp"] > 1 for s in stages[:-1])
+    even = plan(model, cluster, Training(480, 1, max_tp=1, precision="fp16"), top=1).objective
+    data_parallel = plan(model, cluster, Training(480, 1, max_tp=1, precision="fp16", fix={"pp": 1}),
+                         top=1).objective
+    assert best.objective < even * 0.97
+    assert data_parallel > 4 * best.objective
+    search = PlanSearch(model, cluster, train, top=400)
+    result = search.search()
+    fifteen = min(seconds for seconds, leaf in result.solutions
+                  if [(s, d) for _, s, _, d in search.shapes[leaf[1]].parts] == [(1, 15), (1, 1)])
+    assert best.objective < fifteen < data_parallel / 2
+
+
+def test_launchers_refuse_uneven_replication_and_megatron_plans_without_it(tmp_path):
+    """Neither launcher builds data-parallel groups of different sizes: both refuse such a plan, and
+    --launcher megatron searches only even plans; the text names each stage's degree and share."""
+    args = [*yewpy_cmd(), "dnn-plan", "--model", VGG19, "--cluster", "p3.16xlarge:2x8",
+            "--global-batch", "480", "--max-tp", "1", "--stage-replication", "--top", "1"]
+    out = subprocess.run([*args, "--json", "--quiet"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    for launcher in ("megatron", "deepspeed"):
+        assert "data-parallel degree" in doc["launch"][launcher]["refused"] or launcher == "megatron"
+    assert "data-parallel degree" in doc["launch"]["deepspeed"]["refused"]
+    text = subprocess.run(args, capture_output=True, text=True, timeout=300).stdout
+    assert " dp=1 mb=" in text and "dp=[" in text
+    model = small_model(4, 2048)
+    restricted = Training(64, 1024, stage_replication=True)
+    from yewpy.apps.dnn.planner.launch import megatron_refusal, restrict
+    narrowed = restrict(restricted, "megatron")
+    assert not narrowed.stage_replication
+    uneven = {"mode": "pipe", "tp": 1, "dp": [3, 1], "pp": 2, "schedule": "1f1b", "stages": []}
+    assert "data-parallel degree" in megatron_refusal(uneven, model, restricted)
