@@ -3,16 +3,17 @@
 Tree (docs/dnn.md has the details and the bound's proof):
 
 1. formation: which device groups are used and how many pipeline stages each gets (``pipe`` mode:
-   stages of one group are equal, node-aligned slices) or, where a data-parallel group mixes
+   stages of one group are equal, node-aligned slices, or of two widths under DAPPLE's per-stage
+   replication; a group's stages of one width are a *part* of the shape) or, where a data-parallel group mixes
    device types (``hap`` mode), how many whole pipeline replicas each group holds;
 2. the data-parallel degree d (the stage tensor-parallel degree follows: t = width / d);
 3. the micro-batch b and the schedule (1F1B, interleaved with v chunks, kFkB with groups of k, GPipe);
-4. stage by stage: the device group (pipe mode), the number of blocks, recomputation and ZeRO stage.
+4. stage by stage: the part (pipe mode), the number of blocks, recomputation and ZeRO stage.
 
 Nodes are tuples (picklable, small); a stage-level node is ``("s", shape, blocks used, stages left
 per group, S, X, E, stages, order)`` with S, X, E the pipeline sum, maximum and exposed DP terms so far
-and ``order`` its place in depth-first order (per stage: its (group, k) slot and its place among the
-slot's options, whatever was pruned).
+and ``order`` its place in depth-first order (per stage: its (part, k) slot and its place among the
+slot's options, whatever was pruned); a stage is (part, k, recompute, ZeRO), hap stages part 0.
 The search is a top-K search (:class:`yewpy.TopK`): the ``top`` best distinct shapes, each by its
 best leaf under the total order (iteration seconds, shape, order). It prunes against the top-K bar,
 which the engine shares between workers, and against the shape's own best. The order has no ties,
@@ -230,7 +231,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         prev = stages[-1][0] if pipe and stages else None
         combined, pruning, megatron = self.combined_pareto, self.pruning, self.train.megatron_stages
         div, c1 = sh.div, sh.c1
-        # A child's part of ``order``: its (group, k) slot times the most options a stage can have,
+        # A child's part of ``order``: its (part, k) slot times the most options a stage can have,
         # plus its place among that slot's options, so it does not depend on what was pruned.
         stride = len(self._allowed(sid))
         # The limit changes only while a child is out (the search meets leaves below it): read it again
@@ -295,8 +296,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                     limit = self._limit(sid)
 
     def _slots(self, sid: int, lo: int, counts: tuple, prev: int | None) -> tuple:
-        """The next stage's (group, k blocks, counts after, side) from blocks ``lo`` with ``counts``
-        stages left, in child order: fastest group first, k by discrepancy from the group's share of
+        """The next stage's (part, k blocks, counts after, side) from blocks ``lo`` with ``counts``
+        stages left, in child order: fastest part first, k by discrepancy from the part's share of
         the rest (side 0: the share, 1: more blocks, 2: fewer); and the sweep data of the bound that
         cuts a side off (``_sweep``). Depends only on the arguments, so cached; a slot's options are
         computed only when it is reached (``_slot_options``)."""
