@@ -168,3 +168,35 @@ def test_launchers_refuse_uneven_replication_and_megatron_plans_without_it(tmp_p
     assert not narrowed.stage_replication
     uneven = {"mode": "pipe", "tp": 1, "dp": [3, 1], "pp": 2, "schedule": "1f1b", "stages": []}
     assert "data-parallel degree" in megatron_refusal(uneven, model, restricted)
+
+
+@pytest.mark.parametrize("cluster, replication", [
+    ("dgx-a100-80g:1x4+dgx-v100-32g:1x4", False),   # two GPU kinds: the time-ratio floors
+    ("dgx-a100-80g:1x2+dgx-v100-16g:1x2+dgx-h100-80g:1x2", False),
+    ("dgx-a100-80g:1x8", True),                       # one kind, parts of different d
+])
+def test_mixed_part_floors_never_exceed_a_completion(cluster, replication):
+    """Where the live parts differ in kind (GPU type, or d under replication), the floors come from
+    FLOPs and from each part's time ratio to part 0 (``_time_ratios``). At every stage node of the
+    exhaustive tree, the bound is at most the best leaf below it, found by walking that subtree."""
+    model = small_model(4, 4096)
+    train = Training(32, 1024, microbatches=(1, 2), memory_fraction=0.5, stage_replication=replication)
+    search = ExhaustivePlanSearch(model, load_cluster(cluster), train)
+    checked = 0
+
+    def best_below(node: tuple) -> float:
+        nonlocal checked
+        if not any(node[3]):
+            return search.objective(node)
+        best = min((best_below(child) for child in search.children(node)), default=math.inf)
+        sh = search.shapes[node[1]]
+        live = [i for i, c in enumerate(node[3]) if c]
+        if len({search._gpu_kind(node[1], i) for i in live}) > 1 and best < math.inf:
+            assert search.time_bound(node) <= best, (sh, node[2], node[3])
+            checked += 1
+        return best
+
+    for sid in range(len(search.shapes)):
+        if search.shapes[sid].mode == "pipe" and len(search.shapes[sid].parts) > 1:
+            best_below(search.start_node(sid))
+    assert checked > 50

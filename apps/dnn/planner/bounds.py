@@ -131,7 +131,17 @@ class Bounds:
             tabs = [(self.part_table(sid, i), c) for i, c in live]
             speeds = [(tab.rate / (tab.work[self.n] - tab.work[lo]), c) for tab, c in tabs]  # [lo, n) per s
             fastest, together = max(u for u, _ in speeds), sum(u * c for u, c in speeds)
-            return 1 / fastest, 1 / together, -math.inf
+            total, largest = 1 / fastest, 1 / together
+            # The same by time: part i takes at least ratio_i times part 0's time for any blocks
+            # from lo on (``_time_ratios``), which counts what FLOPs at peak leave out (efficiency,
+            # pass overheads, TP communication); the larger of the two floors holds.
+            ref = self.part_table(sid, 0).time["none"]
+            work = ref[self.n] - ref[lo]
+            ratios = [(self._time_ratios(sid, i)[lo], c) for i, c in live]
+            if work > 0 and all(0 < r < math.inf for r, _ in ratios):
+                total = max(total, work * min(r for r, _ in ratios))
+                largest = max(largest, work / sum(c / r for r, c in ratios))
+            return total, largest, -math.inf
         tab = self.part_table(sid, live[0][0])
         total = tab.time["none"][self.n] - tab.time["none"][lo]
         x_lb = max(total / q, tab.sorted_time[-(-R // q)] if R <= self.n else 0.0)
@@ -157,6 +167,20 @@ class Bounds:
         if 0 < lo and len(sh.parts) == 1 and c1 >= 1 and self.stage_floors[sid] > -math.inf:
             ev = max(ev, self._suffix_floor(sid, lo, q, c1 * x_lb))  # the whole shape's: _bound_state
         return total, x_lb, ev
+
+    def _time_ratios(self, sid: int, i: int) -> list[float]:
+        """For each lo: the least ratio, over blocks from lo on, of a block's time on part ``i`` to its
+        time on part 0 (no recomputation: every option takes at least that), inf past the last
+        block; so part i's time of any blocks from lo on is at least that ratio times part 0's.
+        Cached per (shape, part)."""
+        hit = self._ratio_cache.get((sid, i))
+        if hit is None:
+            mine = np.diff(self.part_table(sid, i).arrays()["time_none"])
+            ref = np.diff(self.part_table(sid, 0).arrays()["time_none"])
+            ratio = np.full(self.n, np.inf)
+            np.divide(mine, ref, out=ratio, where=ref > 0)
+            hit = self._ratio_cache[(sid, i)] = [*np.minimum.accumulate(ratio[::-1])[::-1].tolist(), math.inf]
+        return hit
 
     def _gpu_kind(self, sid: int, i: int) -> tuple:
         """Part ``i`` of shape ``sid`` as a kind: parts whose groups differ only in name, site and

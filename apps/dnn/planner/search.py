@@ -68,7 +68,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
     SHARED = frozenset({
         "model", "cluster", "train", "shapes", "tables", "costs", "opts", "_slots_cache", "_slot_cache",
         "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
-        "_stage_floor_cores", "_wan_cache", "_kind_cache", "_twins_cache", "_ranking",
+        "_stage_floor_cores", "_wan_cache", "_kind_cache", "_twins_cache", "_ratio_cache", "_ranking",
     })
 
     def __deepcopy__(self, memo: dict) -> PlanSearch:
@@ -113,6 +113,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._wan_cache: dict = {}  # shape -> the least wide-area send (bounds._wan_floor)
         self._kind_cache: dict = {}  # (group, t) -> its GPU kind (bounds._gpu_kind)
         self._twins_cache: dict = {}  # shape -> its interchangeable parts (_twins)
+        self._ratio_cache: dict = {}  # (shape, part) -> its time ratios to part 0 (bounds._time_ratios)
         self._stage_floor_cores: dict = {}  # shape -> its compiled StageFloor (bounds._suffix_floor)
         self._model_params = (model.params, sum(blk.expert_params for blk in model.blocks))
         if not rank:  # only for replaying known plans (sensitivity sweeps)
