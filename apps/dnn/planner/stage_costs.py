@@ -66,7 +66,7 @@ class StageCosts:
     def dp_link(self, sid: int, i: int) -> tuple:
         """The data-parallel ring of part ``i``: ranks per node, nodes, and their links."""
         sh, eff = self.shapes[sid], self.train.link_efficiency
-        gr, t = self.cluster.groups[sh.parts[i][0]], self._tp(sid, i)
+        gr, t = self.cluster.groups[self.part_group(sid, i)], self._tp(sid, i)
         if sh.mode == "pipe":  # the data x context group, its ranks t apart (TP innermost)
             d = sh.part_d(i) * sh.c
             k1 = d if d * t <= gr.gpus_per_node else max(1, gr.gpus_per_node // t)
@@ -102,7 +102,7 @@ class StageCosts:
         if prev is None:
             return None
         sh, eff = self.shapes[sid], self.train.link_efficiency
-        (g, _, t, _), (before, _, t_prev, _) = self._pipe_part(sh, i), self._pipe_part(sh, prev)
+        g, before, t = self.part_group(sid, i), self.part_group(sid, prev), self._tp(sid, i)
         gr, replicas = self.cluster.groups[g], sh.part_d(i) * sh.c
         slower = sh.part_b(i) / max(sh.part_b(i), sh.part_b(prev))  # 1 unless the senders carry more
         if before != g:
@@ -111,14 +111,9 @@ class StageCosts:
                 return wan[0] / (t * replicas) * slower, wan[1]
             bw, lat = self.cluster.link(self.cluster.groups[before], gr)
             return bw * eff * slower, lat
-        if max(replicas * t, sh.part_d(prev) * sh.c * t_prev) >= gr.gpus_per_node:
+        if max(replicas * t, sh.part_d(prev) * sh.c * self._tp(sid, prev)) >= gr.gpus_per_node:
             return gr.inter_bandwidth * eff * slower, gr.inter_latency
         return gr.intra_bandwidth * eff * slower, gr.intra_latency
-
-    @staticmethod
-    def _pipe_part(sh: Shape, i: int) -> tuple:
-        """Part ``i`` as (group, stages, t, d) in either mode (hap: the group's replicas at t)."""
-        return sh.parts[i] if sh.mode == "pipe" else (sh.parts[i][0], sh.p, sh.t, sh.d)
 
     def wan_ratio(self, sid: int, prev: int | None, i: int) -> float:
         """The top-k ratio on the link into a stage on part ``i`` after one on ``prev`` (1: none)."""
@@ -280,11 +275,14 @@ class StageCosts:
         link2 = self._p2p_link(sid, before, gg)
         if link2 is not None:
             bw, lat = link2
-            p2p_c = (lat, 2.0 * tab.b * tr.seq / sh.c / t / bw)
+            volume = 2.0 * tab.b * tr.seq / sh.c / t  # bytes per element of the boundary width
             send = self._wan_send(sid, before, gg)
             if send is not None and send[1] > 1:  # compressed: its own seconds per byte
-                p2p_c = (lat, 2.0 * tab.b * tr.seq / sh.c / t * send[0])
-        out = (tab, tr.usable(self.cluster.groups[sh.parts[gg][0]]), zc, e, dp_one, zero3, infl, p2p_c)
+                p2p_c = (lat, volume * send[0])
+            else:
+                p2p_c = (lat, volume / bw)
+        usable = tr.usable(self.cluster.groups[self.part_group(sid, gg)])
+        out = (tab, usable, zc, e, dp_one, zero3, infl, p2p_c)
         self._consts[key] = out
         return out
 
