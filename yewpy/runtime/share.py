@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 # half: every other task of the pool, or every other open child of the engine's frames, shallowest
@@ -12,7 +13,7 @@ STEALS = ("half", "level", "one")
 # T3L) all the open children are tens of thousands of nodes, and a share that large costs the
 # victim and the thief milliseconds to make, send and unpack, while a few hundred of the
 # shallowest are already most of the work.
-HALF_MOST = 256
+HALF_MOST = int(os.environ.get("YEWPY_HALF_MOST", "256"))   # the override is for experiments
 
 
 def give(engine: Any, pool: Any, mode: str) -> list:

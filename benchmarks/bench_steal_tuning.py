@@ -1,0 +1,148 @@
+"""The runtime's stealing knobs at P ranks, side by side (issue 25: UTS T3L's idle time at 16 ranks).
+
+Each variant is a setting of the runtime's experiment knobs, read from the environment:
+``YEWPY_STEAL_HINTS`` (a refusal names the rank work last went to or came from), ``YEWPY_BACKOFF_CAP``
+(the longest wait after failed steals), ``YEWPY_HALF_MOST`` (the most tasks of a half share) and
+``YEWPY_SLICE_TARGET`` (seconds of search between two looks at the network). Every round runs each
+small tree once sequentially and once per variant at P ranks (stacksteal), so the variants and the
+1-rank baseline share the machine's state. Then the ceiling (P time-limited 1-rank runs at once
+against one alone), then the big trees with today's settings against the variant that was fastest
+on T3L. Writes OUT/runs.jsonl and OUT/summary.md as it goes, so a run cut short keeps what it has.
+
+    python benchmarks/bench_steal_tuning.py --out /tmp/tune                      # 16 ranks
+    python benchmarks/bench_steal_tuning.py --out /tmp/tune --ranks 2 --small    # a dry run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench_mpi_speedup import tool
+from bench_scaling_big import ceiling
+
+HINTS = {"YEWPY_STEAL_HINTS": "1"}
+VARIANTS: dict[str, dict[str, str]] = {
+    "today": {},
+    "hints": HINTS,
+    "cap2ms": {"YEWPY_BACKOFF_CAP": "0.002"},
+    "hints+cap2ms": {**HINTS, "YEWPY_BACKOFF_CAP": "0.002"},
+    "half1024": {"YEWPY_HALF_MOST": "1024"},
+    "hints+cap2ms+half1024": {**HINTS, "YEWPY_BACKOFF_CAP": "0.002", "YEWPY_HALF_MOST": "1024"},
+    "slice50us": {"YEWPY_SLICE_TARGET": "50e-6"},
+    "all": {**HINTS, "YEWPY_BACKOFF_CAP": "0.002", "YEWPY_HALF_MOST": "1024", "YEWPY_SLICE_TARGET": "50e-6"},
+}
+SMALL = {"T3L": ["uts", "--tree", "T3L"], "T1L": ["uts", "--tree", "T1L"]}
+BIG = {"T3XXL": ["uts", "--tree", "T3XXL"], "T1XL": ["uts", "--tree", "T1XL"]}
+DRY_SMALL = {"T3": ["uts", "--tree", "T3"], "T1": ["uts", "--tree", "T1"]}
+DRY_BIG = {"T3L": ["uts", "--tree", "T3L"]}
+
+
+def one(out: Path, case: str, variant: str, ranks: int, args: list[str]) -> dict:
+    """One run's JSON result, reduced to what the tables need, appended to OUT/runs.jsonl."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("YEWPY_")}
+    env.update(VARIANTS.get(variant, {}))
+    skeleton = ["--skeleton", "seq"] if ranks == 1 else ["--skeleton", "stacksteal"]
+    began = time.perf_counter()
+    command = [tool("mpiexec"), "-n", str(ranks), tool("yewpy"), *args, *skeleton, "--json", "--quiet"]
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    wall = time.perf_counter() - began
+    result = json.loads(proc.stdout)
+    rows = result["metrics"].get("per_rank", [])
+    protocol = result["metrics"].get("protocol") or {}
+    row = {"case": case, "variant": variant, "ranks": ranks, "seconds": result["seconds"], "wall": wall,
+           "nodes": result["nodes"], "idle": sum(r["idle_seconds"] for r in rows),
+           "steals": sum(r["steals_attempted"] for r in rows),
+           "won": sum(r["steals_succeeded"] for r in rows),
+           "latency": protocol.get("steal_latency_mean"), "termination": protocol.get("termination_seconds")}
+    with (out / "runs.jsonl").open("a") as f:
+        f.write(json.dumps(row) + "\n")
+    return row
+
+
+def note(out: Path, line: str) -> None:
+    print(line, flush=True)
+    with (out / "summary.md").open("a") as f:
+        f.write(line + "\n")
+
+
+def table(out: Path, rows: list[dict], cases: dict, variants: list[str],
+          ranks: int) -> dict[str, dict[str, float]]:
+    """Per case and variant: median seconds, and the efficiency against the median sequential run."""
+    medians: dict[str, dict[str, float]] = {}
+    note(out, "\n| case | variant | ranks | median s | efficiency | runs | idle rank-s | steals (won) "
+              "| latency ms |")
+    note(out, "|---|---|---|---|---|---|---|---|---|")
+    for case in cases:
+        seq = [r["seconds"] for r in rows if r["case"] == case and r["ranks"] == 1]
+        base = statistics.median(seq) if seq else float("nan")
+        note(out, f"| {case} | seq | 1 | {base:.3f} | 1 | {', '.join(f'{s:.3f}' for s in seq)} | | | |")
+        medians[case] = {}
+        for variant in variants:
+            mine = [r for r in rows if r["case"] == case and r["variant"] == variant and r["ranks"] == ranks]
+            if not mine:
+                continue
+            med = statistics.median(r["seconds"] for r in mine)
+            medians[case][variant] = med
+            idle = statistics.median(r["idle"] for r in mine)
+            steals = statistics.median(r["steals"] for r in mine)
+            won = statistics.median(r["won"] for r in mine)
+            lat = statistics.median(r["latency"] or 0 for r in mine) * 1e3
+            runs = ", ".join(f"{r['seconds']:.3f}" for r in mine)
+            note(out, f"| {case} | {variant} | {ranks} | {med:.3f} | {base / med / ranks:.3f} | {runs} | "
+                      f"{idle:.2f} | {steals:.0f} ({won:.0f}) | {lat:.2f} |")
+    return medians
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--ranks", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--big-rounds", type=int, default=2)
+    parser.add_argument("--ceiling-seconds", type=float, default=4.0)
+    parser.add_argument("--variants", nargs="*", default=list(VARIANTS))
+    parser.add_argument("--small", action="store_true", help="the dry run's trees, for a 2-core machine")
+    opts = parser.parse_args(argv)
+    opts.out.mkdir(parents=True, exist_ok=True)
+    small, big = (DRY_SMALL, DRY_BIG) if opts.small else (SMALL, BIG)
+    rows: list[dict] = []
+    for round_ in range(opts.rounds):
+        for case, args in small.items():
+            rows.append(one(opts.out, case, "seq", 1, args))
+            for variant in opts.variants:
+                rows.append(one(opts.out, case, variant, opts.ranks, args))
+        note(opts.out, f"round {round_ + 1} of {opts.rounds} done")
+    medians = table(opts.out, rows, small, opts.variants, opts.ranks)
+    for case, args in small.items():
+        _, ceil = ceiling(opts.out, case, args, opts.ranks, opts.ceiling_seconds)
+        best = min(medians[case], key=medians[case].get)
+        note(opts.out, f"ceiling {case} at {opts.ranks}: {ceil:.3f}; fastest variant {best}")
+    first = next(iter(small))
+    best = min(medians[first], key=medians[first].get)
+    pair = ["today", best] if best != "today" else ["today", "hints"]
+    big_rows: list[dict] = []
+    for case, args in big.items():
+        rate, ceil = ceiling(opts.out, case, args, opts.ranks, 6.0)
+        for _ in range(opts.big_rounds):
+            for variant in pair:
+                big_rows.append(one(opts.out, case, variant, opts.ranks, args))
+        nodes = big_rows[-1]["nodes"]
+        note(opts.out, f"{case}: {nodes:,} nodes, 1 rank {nodes / rate:.1f} s at the lone rate; "
+                       f"ceiling {ceil:.3f}")
+        for variant in pair:
+            mine = [r["seconds"] for r in big_rows if r["case"] == case and r["variant"] == variant]
+            med = statistics.median(mine)
+            note(opts.out, f"  {variant}: {', '.join(f'{s:.2f}' for s in mine)} s; efficiency "
+                           f"{nodes / rate / med / opts.ranks:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
