@@ -1,13 +1,13 @@
 """The runtime's stealing knobs at P ranks, side by side (issue 25: UTS T3L's idle time at 16 ranks).
 
 Each variant is a setting of the runtime's experiment knobs, read from the environment:
-``YEWPY_STEAL_HINTS`` (a refusal names the rank work last went to or came from), ``YEWPY_BACKOFF_CAP``
-(the longest wait after failed steals), ``YEWPY_HALF_MOST`` (the most tasks of a half share) and
-``YEWPY_SLICE_TARGET`` (seconds of search between two looks at the network). Every round runs each
-small tree once sequentially and once per variant at P ranks (stacksteal), so the variants and the
-1-rank baseline share the machine's state. Then the ceiling (P time-limited 1-rank runs at once
-against one alone), then the big trees with today's settings against the variant that was fastest
-on T3L. Writes OUT/runs.jsonl and OUT/summary.md as it goes, so a run cut short keeps what it has.
+``YEWPY_BACKOFF_CAP`` (the longest wait after failed steals), ``YEWPY_HALF_MOST`` (the most tasks
+of a half share) and ``YEWPY_SLICE_TARGET`` (seconds of search between two looks at the network).
+Every round runs each small tree once sequentially and once per variant at P ranks (stacksteal), so
+the variants and the 1-rank baseline share the machine's state. Then the ceiling (P time-limited
+1-rank runs at once against one alone), then the big trees with today's settings against the
+variant that was fastest on T3L. Writes OUT/runs.jsonl and OUT/summary.md as it goes, so a run cut
+short keeps what it has.
 
     python benchmarks/bench_steal_tuning.py --out /tmp/tune                      # 16 ranks
     python benchmarks/bench_steal_tuning.py --out /tmp/tune --ranks 2 --small    # a dry run
@@ -27,16 +27,14 @@ from pathlib import Path
 from bench_mpi_speedup import tool
 from bench_scaling_big import ceiling
 
-HINTS = {"YEWPY_STEAL_HINTS": "1"}
+# Refusal hints (YEWPY_STEAL_HINTS, variants "hints...") were measured at commit dde810f and removed:
+# thieves followed hints from idle rank to idle rank (docs/benchmarks.md).
 VARIANTS: dict[str, dict[str, str]] = {
     "today": {},
-    "hints": HINTS,
     "cap2ms": {"YEWPY_BACKOFF_CAP": "0.002"},
-    "hints+cap2ms": {**HINTS, "YEWPY_BACKOFF_CAP": "0.002"},
     "half1024": {"YEWPY_HALF_MOST": "1024"},
-    "hints+cap2ms+half1024": {**HINTS, "YEWPY_BACKOFF_CAP": "0.002", "YEWPY_HALF_MOST": "1024"},
     "slice50us": {"YEWPY_SLICE_TARGET": "50e-6"},
-    "all": {**HINTS, "YEWPY_BACKOFF_CAP": "0.002", "YEWPY_HALF_MOST": "1024", "YEWPY_SLICE_TARGET": "50e-6"},
+    "all": {"YEWPY_BACKOFF_CAP": "0.002", "YEWPY_HALF_MOST": "1024", "YEWPY_SLICE_TARGET": "50e-6"},
 }
 SMALL = {"T3L": ["uts", "--tree", "T3L"], "T1L": ["uts", "--tree", "T1L"]}
 BIG = {"T3XXL": ["uts", "--tree", "T3XXL"], "T1XL": ["uts", "--tree", "T1XL"]}
@@ -126,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         note(opts.out, f"ceiling {case} at {opts.ranks}: {ceil:.3f}; fastest variant {best}")
     first = next(iter(small))
     best = min(medians[first], key=medians[first].get)
-    pair = ["today", best] if best != "today" else ["today", "hints"]
+    pair = ["today", best] if best != "today" else ["today"]
     big_rows: list[dict] = []
     for case, args in big.items():
         rate, ceil = ceiling(opts.out, case, args, opts.ranks, 6.0)

@@ -16,31 +16,23 @@ from yewpy.runtime.share import give
 
 # after log2 P + 1 failed steals, wait, doubling (YEWPY_BACKOFF_CAP overrides the cap, for experiments)
 BACKOFF_START, BACKOFF_CAP = 100e-6, float(os.environ.get("YEWPY_BACKOFF_CAP", "0.02"))
-# a refusal names where work went last (YEWPY_STEAL_HINTS=1 turns that on, for experiments)
-HINTS = os.environ.get("YEWPY_STEAL_HINTS", "0") == "1"
 
 
 class Victims:
-    """Whom an idle rank asks for work: the last rank that gave some, else the rank a refusal
-    named, else a random rank on its own node, and after a sweep of its node without success, a
-    random remote rank."""
+    """Whom an idle rank asks for work: the last rank that gave some, else a random rank on its
+    own node, and after a sweep of its node without success, a random remote rank."""
 
     def __init__(self, rank: int, size: int, local: list[int]) -> None:
-        self.rank = rank
         self.rng = random.Random(rank * 7919 + 1)
         self.local = [r for r in local if r != rank]
         local_set = set(local)
         self.remote = [r for r in range(size) if r not in local_set]
         self.last: int | None = None
-        self.hinted: int | None = None  # named by the last refusal: work went there
         self.failures = 0               # consecutive failed steals
 
     def choose(self) -> int:
         if self.last is not None:
             return self.last
-        if self.hinted is not None:
-            hinted, self.hinted = self.hinted, None
-            return hinted
         if self.local and (not self.remote or self.failures < len(self.local)):
             return self.rng.choice(self.local)
         return self.rng.choice(self.remote or self.local)
@@ -48,9 +40,8 @@ class Victims:
     def won(self, victim: int) -> None:
         self.last, self.failures = victim, 0
 
-    def lost(self, hint: int | None = None) -> None:
+    def lost(self) -> None:
         self.last = None
-        self.hinted = hint if hint is not None and hint >= 0 and hint != self.rank else None
         self.failures += 1
 
 
@@ -71,7 +62,6 @@ class Stealing(Link):
         self.asked = 0.0                    # when it was sent
         self.next_try = 0.0                 # no request before this (the back-off)
         self.work_sent = self.work_received = 0     # counted by the termination waves
-        self.lead = -1                      # the rank work last went to or came from (a refusal's hint)
 
     def ask(self, now: float) -> bool:
         """Send a steal request if none is unanswered, no checkpoint is under way and the back-off
@@ -94,9 +84,8 @@ class Stealing(Link):
             self.stats["tasks_given"] += len(tasks)
             self.stats["steals_served"] += 1
             self.send(source, WORK, taskpack.pack(tasks))
-            self.lead = source
         else:
-            self.send(source, NOWORK, self.lead if HINTS else -1)
+            self.send(source, NOWORK)
 
     def on_work(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: bytes) -> None:
         self.work_received += 1
@@ -107,11 +96,10 @@ class Stealing(Link):
             self.stats["tasks_received"] += len(tasks)
             self.stats["steals_won"] += 1
             self.victims.won(source)
-            self.lead = source
 
-    def on_nowork(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: int) -> None:
+    def on_nowork(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: None) -> None:
         self.answered()
-        self.victims.lost(payload)
+        self.victims.lost()
         over = self.victims.failures - self.free_tries
         if over >= 0:
             self.next_try = time.perf_counter() + min(BACKOFF_START * 2 ** min(over, 30), BACKOFF_CAP)
