@@ -2,7 +2,8 @@
 
 Each variant is a setting of the runtime's experiment knobs, read from the environment:
 ``YEWPY_BACKOFF_CAP`` (the longest wait after failed steals), ``YEWPY_HALF_MOST`` (the most tasks
-of a half share) and ``YEWPY_SLICE_TARGET`` (seconds of search between two looks at the network).
+of a half share), ``YEWPY_SLICE_TARGET`` (seconds of search between two looks at the network) and
+``YEWPY_RICH_VICTIMS`` (thieves ask the ranks of their node in proportion to their open work).
 Every round runs each small tree once sequentially and once per variant at P ranks (stacksteal), so
 the variants and the 1-rank baseline share the machine's state. Then the ceiling (P time-limited
 1-rank runs at once against one alone), then the big trees with today's settings against the
@@ -34,6 +35,7 @@ VARIANTS: dict[str, dict[str, str]] = {
     "cap2ms": {"YEWPY_BACKOFF_CAP": "0.002"},
     "half1024": {"YEWPY_HALF_MOST": "1024"},
     "slice50us": {"YEWPY_SLICE_TARGET": "50e-6"},
+    "rich": {"YEWPY_RICH_VICTIMS": "1"},
     "all": {"YEWPY_BACKOFF_CAP": "0.002", "YEWPY_HALF_MOST": "1024", "YEWPY_SLICE_TARGET": "50e-6"},
 }
 SMALL = {"T3L": ["uts", "--tree", "T3L"], "T1L": ["uts", "--tree", "T1L"]}
@@ -107,9 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ceiling-seconds", type=float, default=4.0)
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS))
     parser.add_argument("--small", action="store_true", help="the dry run's trees, for a 2-core machine")
+    parser.add_argument("--no-big", action="store_true", help="the small trees and their ceilings only")
     opts = parser.parse_args(argv)
     opts.out.mkdir(parents=True, exist_ok=True)
     small, big = (DRY_SMALL, DRY_BIG) if opts.small else (SMALL, BIG)
+    if opts.no_big:
+        big = {}
     rows: list[dict] = []
     for round_ in range(opts.rounds):
         for case, args in small.items():
