@@ -2,8 +2,7 @@
 
 Each variant is a setting of the runtime's experiment knobs, read from the environment:
 ``YEWPY_BACKOFF_CAP`` (the longest wait after failed steals), ``YEWPY_HALF_MOST`` (the most tasks
-of a half share), ``YEWPY_SLICE_TARGET`` (seconds of search between two looks at the network) and
-``YEWPY_RICH_VICTIMS`` (thieves ask the ranks of their node in proportion to their open work).
+of a half share) and ``YEWPY_SLICE_TARGET`` (seconds of search between two looks at the network).
 Every round runs each small tree once sequentially and once per variant at P ranks (stacksteal), so
 the variants and the 1-rank baseline share the machine's state. Then the ceiling (P time-limited
 1-rank runs at once against one alone), then the big trees with today's settings against the
@@ -29,14 +28,14 @@ from bench_mpi_speedup import tool
 from bench_scaling_big import ceiling
 
 # Refusal hints (YEWPY_STEAL_HINTS, variants "hints...") were measured at commit dde810f and removed:
-# thieves followed hints from idle rank to idle rank (docs/benchmarks.md).
+# thieves followed hints from idle rank to idle rank (docs/benchmarks.md). So was a work board in
+# node-shared memory that thieves drew victims from in proportion to their open work
+# (YEWPY_RICH_VICTIMS, variant "rich", commit 9cf8550): T3L 5% slower.
 VARIANTS: dict[str, dict[str, str]] = {
     "today": {},
     "cap2ms": {"YEWPY_BACKOFF_CAP": "0.002"},
     "half1024": {"YEWPY_HALF_MOST": "1024"},
     "slice50us": {"YEWPY_SLICE_TARGET": "50e-6"},
-    "rich": {"YEWPY_RICH_VICTIMS": "1"},
-    "all": {"YEWPY_BACKOFF_CAP": "0.002", "YEWPY_HALF_MOST": "1024", "YEWPY_SLICE_TARGET": "50e-6"},
 }
 SMALL = {"T3L": ["uts", "--tree", "T3L"], "T1L": ["uts", "--tree", "T1L"]}
 BIG = {"T3XXL": ["uts", "--tree", "T3XXL"], "T1XL": ["uts", "--tree", "T1XL"]}

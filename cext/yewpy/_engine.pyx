@@ -649,11 +649,6 @@ cdef class Engine:
         return self.top >= 0
 
     @property
-    def depth(self):
-        """Frames open in the current task (0 when inactive): how much a thief could split off."""
-        return self.top + 1
-
-    @property
     def incumbent(self):
         """The best objective known here (own or offered), or None."""
         return self.inc * self.core.sign if self.has_incumbent else None

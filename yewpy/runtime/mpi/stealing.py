@@ -16,38 +16,14 @@ from yewpy.runtime.share import give
 
 # after log2 P + 1 failed steals, wait, doubling (YEWPY_BACKOFF_CAP overrides the cap, for experiments)
 BACKOFF_START, BACKOFF_CAP = 100e-6, float(os.environ.get("YEWPY_BACKOFF_CAP", "0.02"))
-# thieves ask the ranks of their node in proportion to their open work (YEWPY_RICH_VICTIMS=1, for experiments)
-RICH_VICTIMS = os.environ.get("YEWPY_RICH_VICTIMS", "0") == "1"
-
-
-class WorkBoard:
-    """How much open work each rank of one node has (its pool's tasks and its engine's open
-    frames), in memory the node's ranks share: a thief can ask where the work is."""
-
-    def __init__(self, local: Any, MPI: Any) -> None:
-        import numpy as np
-
-        size, self.slot = local.Get_size(), local.Get_rank()
-        self.window = MPI.Win.Allocate_shared(8 * size if self.slot == 0 else 0, 8, comm=local)
-        buffer, _ = self.window.Shared_query(0)
-        self.work = np.ndarray(buffer=buffer, dtype=np.int64, shape=(size,))
-        self.work[self.slot] = 0
-        local.Barrier()
-
-    def post(self, amount: int) -> None:
-        self.work[self.slot] = amount
-
-    def free(self) -> None:
-        self.window.Free()
 
 
 class Victims:
     """Whom an idle rank asks for work: the last rank that gave some, else a random rank on its
     own node, and after a sweep of its node without success, a random remote rank."""
 
-    def __init__(self, rank: int, size: int, local: list[int], board: WorkBoard | None = None) -> None:
+    def __init__(self, rank: int, size: int, local: list[int]) -> None:
         self.rng = random.Random(rank * 7919 + 1)
-        self.board, self.node = board, local     # node: the global rank of each board slot
         self.local = [r for r in local if r != rank]
         local_set = set(local)
         self.remote = [r for r in range(size) if r not in local_set]
@@ -57,11 +33,6 @@ class Victims:
     def choose(self) -> int:
         if self.last is not None:
             return self.last
-        if self.board is not None:
-            work = self.board.work.tolist()
-            work[self.board.slot] = 0
-            if any(work):
-                return self.rng.choices(self.node, work)[0]
         if self.local and (not self.remote or self.failures < len(self.local)):
             return self.rng.choice(self.local)
         return self.rng.choice(self.remote or self.local)
@@ -82,9 +53,8 @@ class Stealing(Link):
     steal_mode: str
     epoch: int | None
 
-    def init_stealing(self, local: list[int], steal: str, low_water: int = 0,
-                      board: WorkBoard | None = None) -> None:
-        self.victims = Victims(self.rank, self.size, local, board)
+    def init_stealing(self, local: list[int], steal: str, low_water: int = 0) -> None:
+        self.victims = Victims(self.rank, self.size, local)
         self.steal_mode = steal
         self.low_water = low_water          # steal ahead: a busy rank asks below this many tasks
         self.free_tries = self.size.bit_length()     # failed steals before backing off: log2 P + 1

@@ -18,7 +18,7 @@ from yewpy.operations.session import Session
 from yewpy.runtime.interfaces import Pool
 from yewpy.runtime.mpi.checkpoints import Checkpoints
 from yewpy.runtime.mpi.progress import Progress
-from yewpy.runtime.mpi.stealing import RICH_VICTIMS, Stealing, WorkBoard
+from yewpy.runtime.mpi.stealing import Stealing
 from yewpy.runtime.mpi.tags import INCUMBENT, KIND_OF_TAG, STOP
 from yewpy.runtime.mpi.termination import Termination
 from yewpy.runtime.ranks import agree
@@ -72,7 +72,6 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
         local = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         self.crowded = local.Get_size() > _node_cores(local)                # ranks share cores
         ranks_here = local.allgather(self.rank)
-        self.board = WorkBoard(local, MPI) if RICH_VICTIMS else None
         local.Free()
         self.nap_max = NAP_MAX_CROWDED if self.crowded else NAP_MAX
         self.slice_nodes, self.slice_seconds = SLICE_FIRST, 0.0
@@ -88,7 +87,7 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
                       "sent_steal": 0, "sent_work": 0, "sent_control": 0, "waves": 0,
                       "polls": 0, "slice_nodes_mean": 0.0, "last_node": 0.0, "returned": 0.0,
                       "steal_wait_seconds": 0.0, "steal_wait_max": 0.0}
-        self.init_stealing(ranks_here, steal, low_water, self.board)
+        self.init_stealing(ranks_here, steal, low_water)
         self.init_termination()
         self.init_checkpoints()
         self.init_progress()
@@ -167,8 +166,6 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
         stats["polls"] += 1
         stats["slice_nodes_mean"] += (self.slice_nodes - stats["slice_nodes_mean"]) / stats["polls"]
         self.share_incumbent(engine)
-        if self.board is not None:
-            self.board.post(len(pool) + engine.depth)
         self.receive(engine, pool, busy=True)
         if engine.found:
             self.stop_everyone("found")
@@ -195,8 +192,6 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
 
     def _idle(self, engine: Engine, pool: Pool) -> bool:
         self.share_incumbent(engine)
-        if self.board is not None:
-            self.board.post(0)
         nap = NAP_MIN
         while True:
             got = self.receive(engine, pool, busy=False)
@@ -290,8 +285,6 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
         return self.comm.allgather(part)   # inside the guard: a part that fails to pickle aborts
 
     def close(self) -> None:
-        if self.board is not None:
-            self.board.free()
         self.comm.Free()
 
     def bcast(self, value: Any) -> Any:
