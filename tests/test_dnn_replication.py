@@ -89,7 +89,8 @@ def test_replication_matches_the_exhaustive_tree_and_its_count(cluster):
 def test_an_uneven_stage_is_costed_as_by_hand():
     """15:1 on two 8-GPU nodes: the 1-replica stage runs the pipeline's whole micro-batch (15 x b
     samples), holds its blocks' full model state (no ZeRO sharding over 1 rank), has no gradient
-    all-reduce, and receives all 15 senders' activations over the network link."""
+    all-reduce, and receives all 15 senders' activations: the 7 on its own node over NVLink, the
+    8 on the other node over the whole NIC of its node (DAPPLE's split and concatenation)."""
     model = load_model(VGG19)
     cluster = load_cluster("p3.16xlarge:2x8")
     train = _replicated(global_batch=480, seq=1, max_tp=1, precision="fp16")
@@ -104,7 +105,8 @@ def test_an_uneven_stage_is_costed_as_by_hand():
     group = cluster.groups[0]
     lat, per_element = search._class_consts(sid, 1, 0)[7]
     assert lat == group.inter_latency
-    assert per_element == pytest.approx(2.0 * 30 * 1 / (group.inter_bandwidth * train.link_efficiency))
+    seconds_per_byte = max(8 / 15 / (8 * group.inter_bandwidth), 7 / 15 / group.intra_bandwidth)
+    assert per_element == pytest.approx(2.0 * 30 * seconds_per_byte / train.link_efficiency)
     # and the other way: 15 receivers, each 2 samples, from one sender of 30: the sender's 30 set the time
     lat, back = search._class_consts(sid, 0, 1)[7]
     assert back == pytest.approx(per_element)
@@ -126,8 +128,9 @@ def test_vgg19_on_two_servers_replicates_the_convolutions():
     batch 480): the best plan puts the fully connected layers, 86% of the weights, on a stage of one
     replica and replicates the convolutions; it beats the best plan of one data-parallel degree, and
     data parallelism alone by more than 4x. The authors' own 15:1 beats data parallelism too, by
-    more than 2x, but not the best plan: its one GPU receives all 15 replicas' activations, which
-    the model sends over that GPU's share of the 25 Gb/s link (docs/dnn.md)."""
+    more than 2x, but not the best plan: its one GPU receives all 15 replicas' activations, 8 of
+    them over the 25 Gb/s link, where 5:5:5:1's last stage gets its input inside its node
+    (docs/dnn.md)."""
     model, cluster = load_model(VGG19), load_cluster("p3.16xlarge:2x8")
     train = _replicated(global_batch=480, seq=1, max_tp=1, precision="fp16")
     best = plan(model, cluster, train, top=1)

@@ -98,7 +98,8 @@ class StageCosts:
         """The link a stage on part ``i`` receives its input over from one on part ``prev`` (None for
         the first stage), as (bandwidth, latency) for the receiving GPU's own share (``tab.b``). Where
         the sending stage has fewer replicas (DAPPLE), each sender's larger share sets the time: the
-        bandwidth is scaled down by the ratio of the shares."""
+        bandwidth is scaled down by the ratio of the shares. Between a stage narrower than a node
+        and a wider one, the narrow side's traffic is split between NVLink and the node's NIC."""
         if prev is None:
             return None
         sh, eff = self.shapes[sid], self.train.link_efficiency
@@ -111,9 +112,19 @@ class StageCosts:
                 return wan[0] / (t * replicas) * slower, wan[1]
             bw, lat = self.cluster.link(self.cluster.groups[before], gr)
             return bw * eff * slower, lat
-        if max(replicas * t, sh.part_d(prev) * sh.c * self._tp(sid, prev)) >= gr.gpus_per_node:
+        n, mine, theirs = gr.gpus_per_node, replicas * t, sh.part_d(prev) * sh.c * self._tp(sid, prev)
+        narrow, wide = min(mine, theirs), max(mine, theirs)
+        if wide < n:
+            return gr.intra_bandwidth * eff * slower, gr.intra_latency
+        if narrow >= n or narrow == wide:
             return gr.inter_bandwidth * eff * slower, gr.inter_latency
-        return gr.intra_bandwidth * eff * slower, gr.intra_latency
+        # DAPPLE's split and concatenation: the wide stage's GPUs on the narrow stage's node (it
+        # fills the rest of that node) send over NVLink, the others over the whole node's NIC,
+        # which the narrow stage's GPUs share; the slower of the two sets the time
+        near = min(wide, n - narrow)
+        nic = gr.inter_bandwidth * n / narrow
+        per_byte = max((wide - near) / wide / nic, near / wide / gr.intra_bandwidth)
+        return eff * slower / per_byte, gr.inter_latency if near < wide else gr.intra_latency
 
     def wan_ratio(self, sid: int, prev: int | None, i: int) -> float:
         """The top-k ratio on the link into a stage on part ``i`` after one on ``prev`` (1: none)."""
