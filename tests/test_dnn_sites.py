@@ -5,6 +5,7 @@ finding that compressing the slow links pays more the slower they are."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 
 import pytest
@@ -180,3 +181,30 @@ def _write(tmp_path, name: str, doc: dict):
     path = tmp_path / name
     path.write_text(json.dumps(doc))
     return path
+
+
+@pytest.mark.parametrize("mbps", [100, 1e4])
+def test_the_bound_counts_the_crossing_out_of_the_last_site(tmp_path, mbps):
+    """Where the last stage's site has no remaining stages, the bound adds one more wide-area send
+    (``_leaves_its_site``). At every stage node of the exhaustive tree on three sites, the bound is
+    at most the best leaf below it, found by walking that subtree; many nodes take the extra send."""
+    model = transformer("small", layers=6, hidden=1024, heads=16, vocab=32000, seq=1024)
+    cluster = load_cluster(sites_cluster(tmp_path, mbps, MIXED + ("dgx-a100-40g",), 1, 2))
+    search = ExhaustivePlanSearch(model, cluster, Training(16, 1024, microbatches=(1, 2)))
+    checked = leaving = 0
+
+    def best_below(node: tuple) -> float:
+        nonlocal checked, leaving
+        if not any(node[3]):
+            return search.objective(node)
+        best = min((best_below(child) for child in search.children(node)), default=math.inf)
+        if best < math.inf and node[7]:
+            assert search.time_bound(node) <= best, (search.shapes[node[1]], node[2], node[3], node[7])
+            checked += 1
+            leaving += search._leaves_its_site(node[1], node[3], node[7][-1][0])
+        return best
+
+    for sid, shape in enumerate(search.shapes):
+        if shape.mode == "pipe" and len(shape.parts) > 1:
+            best_below(search.start_node(sid))
+    assert checked > 100 and leaving > 20, (checked, leaving)

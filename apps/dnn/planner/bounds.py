@@ -67,19 +67,26 @@ class Bounds:
             return self.form_lb[node[1]] * SAFETY
         if tag == "dp":
             return min(self.root_lb[i] for i in self.forms[node[1]][1][node[2]]) * SAFETY
-        _, sid, lo, counts, S, X, E = node[:7]
-        return self._bound_state(sid, lo, counts, S, X, E) * SAFETY
+        _, sid, lo, counts, S, X, E, stages = node[:8]
+        return self._bound_state(sid, lo, counts, S, X, E, stages[-1][0] if stages else None) * SAFETY
 
-    def _bound_state(self, sid: int, lo: int, counts: tuple, S: tuple, X: tuple, E: float) -> float:
+    def _bound_state(self, sid: int, lo: int, counts: tuple, S: tuple, X: tuple, E: float,
+                     last: int | None = None) -> float:
         """A lower bound on the time of every completion of the state: the state's own sums and
-        maxima joined with the remaining blocks' floors (``_floors``). It never decreases in S, X or
-        E, so a state the bound prunes also prunes every state it dominates."""
+        maxima joined with the remaining blocks' floors (``_floors``), and in pipe mode one more
+        wide-area send where the last stage's part ``last`` is at a site no remaining part is at. It
+        never decreases in S, X or E, so a state the bound prunes also prunes every state it
+        dominates (the dominance memo compares states of one last part)."""
         sh = self.shapes[sid]
         floors = self._floors(sid, lo, counts)
         if sh.mode == "pipe":
             floor = self.stage_floors[sid]  # the stage floor bounds the Jensen term's quantity
             if floor > floors[2]:
                 floors = (floors[0], floors[1], floor)
+            if last is not None and self._sites > 1 and self._leaves_its_site(sid, counts, last):
+                send = self._wan_floor(sid)
+                floors = (floors[0] + 2 * send, max(floors[1], p2p_sends(sh.schedule, sh.v, sh.k) * send),
+                          floors[2])
             return pipe_bound(floors, S[0], X[0], E, sh.div, sh.c1)
         A, Xs = [], []
         for c, (total, x_lb) in enumerate(floors):
@@ -191,6 +198,17 @@ class Bounds:
         if hit is None:
             hit = self._kind_cache[key] = (replace(self.cluster.groups[key[0]], name="", site="", nodes=0),
                                            *key[1:])
+        return hit
+
+    def _leaves_its_site(self, sid: int, counts: tuple, last: int) -> bool:
+        """True when stages remain and none of them can be at the site of part ``last``: the
+        pipeline crosses a wide-area link once more than the remaining parts' sites need; cached."""
+        key = (sid, counts, last)
+        hit = self._leave_cache.get(key)
+        if hit is None:
+            groups, parts = self.cluster.groups, self.shapes[sid].parts
+            live = {groups[parts[i][0]].site for i, c in enumerate(counts) if c > 0}
+            hit = self._leave_cache[key] = bool(live) and groups[parts[last][0]].site not in live
         return hit
 
     def _wan_floor(self, sid: int) -> float:
