@@ -244,7 +244,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         S0, X0 = S[0], X[0]
         slots, sweep = self._slots(sid, lo, counts, prev)
         dead = [False, False, False]  # per side of the share (see ``_sweep``): pruned from here on
-        for slot, (g, k, newcounts, side) in enumerate(slots):
+        for slot, (part, k, newcounts, side) in enumerate(slots):
             if megatron and not self._megatron_stage(sh, lo, k, j, stages):
                 continue
             if side and pruning and sweep is not None:
@@ -258,7 +258,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                 if ((S0 + total) / div + c1 * (x if x > X0 else X0) + E) * SAFETY > limit:
                     dead[side] = True
                     continue
-            got = self._slot_options(sid, g, lo, k, j, prev, newcounts)
+            got = self._slot_options(sid, part, lo, k, j, prev, newcounts)
             if got is None:
                 continue
             opts, floor, floors = got
@@ -273,7 +273,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                 if combined and len(kids) > 1:
                     kids = pareto_scalar(kids)
                 for i, (a, x, c, rc, z) in enumerate(kids):
-                    child = ("s", sid, lo + k, newcounts, (S0 + a,), (x,), c, stages + ((g, k, rc, z),),
+                    child = ("s", sid, lo + k, newcounts, (S0 + a,), (x,), c, stages + ((part, k, rc, z),),
                              order + (base + i,))
                     if pruning and not self._promising(child, limit):
                         continue  # bounded before the memo: what it would dominate is pruned too
@@ -325,17 +325,17 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
             choices = [(None, max(1, round(R / q)))]
         hi_max = self.n - (q - 1) * sh.v
         slots = []
-        for g, share in choices:
-            if g is not None:
-                newcounts = counts[:g] + (counts[g] - 1,) + counts[g + 1 :]
+        for part, share in choices:
+            if part is not None:
+                newcounts = counts[:part] + (counts[part] - 1,) + counts[part + 1 :]
             else:
                 newcounts = (counts[0] - 1,)
             if q == 1:
-                slots.append((g, R, newcounts, 0))
+                slots.append((part, R, newcounts, 0))
                 continue
             first = min(max(share, sh.v), hi_max - lo)
             for k in _discrepancy(share, sh.v, hi_max - lo):
-                slots.append((g, k, newcounts, 0 if k == first else 1 if k > first else 2))
+                slots.append((part, k, newcounts, 0 if k == first else 1 if k > first else 2))
         hit = self._slots_cache[key] = (tuple(slots), self._sweep(sid, lo, counts))
         return hit
 
@@ -386,15 +386,15 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         return pre[self.n] - pre[lo], pre, sum(counts) - 1
 
     def _slot_options(
-        self, sid: int, g: int | None, lo: int, k: int, j: int, prev: int | None, newcounts: tuple
+        self, sid: int, part: int | None, lo: int, k: int, j: int, prev: int | None, newcounts: tuple
     ) -> tuple | None:
         """A slot's options, the least of each option term (pipe) and the floors of the blocks after
         it; None when no option fits. Depends only on the arguments, so cached."""
-        key = (sid, g, lo, k, j, prev)
+        key = (sid, part, lo, k, j, prev)
         hit = self._slot_cache.get(key, False)
         if hit is not False:
             return hit
-        opts = self._stage_options(sid, g, lo, lo + k, j, prev)
+        opts = self._stage_options(sid, part, lo, lo + k, j, prev)
         hit = None
         if opts:
             pipe = self.shapes[sid].mode == "pipe"
@@ -412,9 +412,9 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
             return False
         return not 2 <= j <= sh.p - 2 or k == stages[1][1]
 
-    def make(self, sid: int, node: tuple, g: int | None, k: int, rc: str, z: int) -> tuple | None:
-        """The child of stage node ``node`` that puts the next ``k`` blocks on part ``g`` (pipe mode;
-        hap: every class, ``g`` None) with recomputation ``rc`` and ZeRO stage ``z`` (None: it does
+    def make(self, sid: int, node: tuple, chosen: int | None, k: int, rc: str, z: int) -> tuple | None:
+        """The child of stage node ``node`` that puts the next ``k`` blocks on part ``chosen`` (pipe
+        mode; hap: every class, ``chosen`` None) with recomputation ``rc`` and ZeRO stage ``z`` (None: it does
         not fit or cannot complete), costed by :func:`stage_cost` itself (the tree uses its
         arithmetic in bulk: ``stage_terms``)."""
         _, _, lo, counts, S, X, E, stages, order = node
@@ -424,7 +424,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         e = p2p_sends(sh.schedule, sh.v, sh.k)
         newS, newX, newE = list(S), list(X), E
         if sh.mode == "pipe":
-            classes = [(g, sh.m)]
+            classes = [(chosen, sh.m)]
         else:
             classes = [(c, sh.p) for c in range(len(sh.parts))]  # in-flight never above p - j (1F1B/kFkB)
         prev = stages[-1][0] if stages else None
@@ -456,13 +456,13 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
             newX[c] = max(newX[c], cost.tau + e * cost.p2p)
             newE = max(newE, cost.exposed)
         newcounts = list(counts)
-        newcounts[g if sh.mode == "pipe" else 0] -= 1
+        newcounts[chosen if sh.mode == "pipe" else 0] -= 1
         rest = sum(newcounts)
         if rest == 0 and hi != self.n:
             return None
         if rest and self.n - hi < rest * sh.v:
             return None
-        key = (g if sh.mode == "pipe" else 0, k, rc, z)
+        key = (chosen if sh.mode == "pipe" else 0, k, rc, z)
         return ("s", sid, hi, tuple(newcounts), tuple(newS), tuple(newX), newE, stages + (key,), order)
 
     def replay(self, leaf: tuple) -> float:
@@ -470,8 +470,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         sid, stages = leaf[1], leaf[7]
         pipe = self.shapes[sid].mode == "pipe"
         node = self.start_node(sid)
-        for g, k, rc, z in stages:
-            nxt = self.make(sid, node, g if pipe else None, k, rc, z)
+        for part, k, rc, z in stages:
+            nxt = self.make(sid, node, part if pipe else None, k, rc, z)
             if nxt is None:
                 return math.inf
             node = nxt

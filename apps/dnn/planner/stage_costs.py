@@ -160,34 +160,35 @@ class StageCosts:
         hit = self._allowed_cache[sid] = tuple((rc, z) for rc in rcs for z in zs)
         return hit
 
-    def _stage_options(self, sid: int, g: int | None, lo: int, hi: int, j: int, prev: int | None) -> tuple:
+    def _stage_options(self, sid: int, part: int | None, lo: int, hi: int, j: int, prev: int | None) -> tuple:
         """The memory-feasible (recompute, ZeRO) options of blocks [lo, hi) as stage ``j``, less those
         no better in every stage term than another: pipe (a, b, c, rc, z) with a = tau + 2 p2p (the
         fill term), b = tau + e p2p (the steady term), c = exposed DP + optimizer; hap the same with
         a and b per class. Cached: the options depend only on the key, not on the path."""
-        key = (sid, g, lo, hi, j, prev)
+        key = (sid, part, lo, hi, j, prev)
         hit = self.opts.get(key)
         if hit is not None:
             return hit
-        out = pareto_options(self.stage_terms(sid, g, lo, hi, j, prev), self.shapes[sid].mode == "pipe")
+        out = pareto_options(self.stage_terms(sid, part, lo, hi, j, prev), self.shapes[sid].mode == "pipe")
         self.opts[key] = out
         return out
 
-    def stage_terms(self, sid: int, g: int | None, lo: int, hi: int, j: int, prev: int | None) -> list:
-        """Every memory-feasible option of blocks [lo, hi) as stage ``j`` (see ``_stage_options``).
+    def stage_terms(self, sid: int, part: int | None, lo: int, hi: int, j: int, prev: int | None) -> list:
+        """Every memory-feasible option of blocks [lo, hi) as stage ``j`` on part ``part`` (pipe;
+        None in hap mode: every class) (see ``_stage_options``).
 
         The arithmetic of :func:`stage_cost` for all (recompute, ZeRO) pairs at once, with the
         per-(shape, group) constants hoisted (``_class_consts``); a test checks it against stage_cost."""
         sh = self.shapes[sid]
         allowed = self._allowed(sid)
         if sh.mode == "pipe":
-            classes = ((g, prev),)
+            classes = ((part, prev),)
         else:
             classes = tuple((c, c if j else None) for c in range(len(sh.parts)))
         recomputes: dict = {}  # ZeRO stage -> layers its "block" option recomputes, over the classes
         per_class = []
-        for gg, before in classes:
-            cc = self._class_consts(sid, gg, before)
+        for cpart, before in classes:
+            cc = self._class_consts(sid, cpart, before)
             tab, usable, zc, e, dp_one, zero3, infl, p2p_c = cc
             params = tab.params[hi] - tab.params[lo]
             if tab.tied and lo == 0 and hi == self.n:
@@ -243,16 +244,16 @@ class StageCosts:
                 out.append((avec, bvec, max(r[2] for r in row), rc, z))
         return out
 
-    def _class_consts(self, sid: int, gg: int, before: int | None) -> tuple:
-        """What the stage cost of shape ``sid`` on part ``gg`` after part ``before`` needs besides the
+    def _class_consts(self, sid: int, part: int, before: int | None) -> tuple:
+        """What the stage cost of shape ``sid`` on part ``part`` after part ``before`` needs besides the
         blocks, computed once."""
-        key = (sid, gg, before)
+        key = (sid, part, before)
         hit = self._consts.get(key)
         if hit is not None:
             return hit
         sh, tr = self.shapes[sid], self.train
-        t = self._tp(sid, gg)
-        tab = self.part_table(sid, gg)
+        t = self._tp(sid, part)
+        tab = self.part_table(sid, part)
         replicas = tab.d  # the part's data x context ranks
         m_mem = sh.m if sh.mode == "pipe" else sh.p
         zc = {}
@@ -267,7 +268,7 @@ class StageCosts:
         e = p2p_sends(sh.schedule, sh.v, sh.k)
         dp_one = zero3 = None
         if replicas > 1:
-            link = self.dp_link(sid, gg)
+            link = self.dp_link(sid, part)
 
             def dp_one(dense: float, experts: float, link: tuple = link) -> float:
                 out = hierarchical_allreduce(dense * tr.grad_bytes, *link)
@@ -283,16 +284,16 @@ class StageCosts:
 
         infl = [inflight(sh.schedule, j, sh.p, m_mem, sh.v, sh.k) for j in range(sh.p)]
         p2p_c = None
-        link2 = self._p2p_link(sid, before, gg)
+        link2 = self._p2p_link(sid, before, part)
         if link2 is not None:
             bw, lat = link2
             volume = 2.0 * tab.b * tr.seq / sh.c / t  # bytes per element of the boundary width
-            send = self._wan_send(sid, before, gg)
+            send = self._wan_send(sid, before, part)
             if send is not None and send[1] > 1:  # compressed: its own seconds per byte
                 p2p_c = (lat, volume * send[0])
             else:
                 p2p_c = (lat, volume / bw)
-        usable = tr.usable(self.cluster.groups[self.part_group(sid, gg)])
+        usable = tr.usable(self.cluster.groups[self.part_group(sid, part)])
         out = (tab, usable, zc, e, dp_one, zero3, infl, p2p_c)
         self._consts[key] = out
         return out
