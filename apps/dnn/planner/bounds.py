@@ -27,6 +27,7 @@ from yewpy.apps.dnn.planner.stage_floor import Mode, StageFloor
 
 SAFETY = 1.0 - 1e-9  # bounds are shrunk by this factor against rounding
 FLOOR_STEPS = 10  # bisection steps of the stage floor: within 0.05% of its bracket's low end
+PACKING_STEPS = 8  # bisection steps of the packing floor, within its largest block
 
 
 class Bounds:
@@ -148,7 +149,7 @@ class Bounds:
             if work > 0 and all(0 < r < math.inf for r, _ in ratios):
                 total = max(total, work * min(r for r, _ in ratios))
                 largest = max(largest, work / sum(c / r for r, c in ratios))
-            return total, largest, -math.inf
+            return total, self._packing_floor(sid, lo, live, largest), -math.inf
         tab = self.part_table(sid, live[0][0])
         total = tab.time["none"][self.n] - tab.time["none"][lo]
         x_lb = max(total / q, tab.sorted_time[-(-R // q)] if R <= self.n else 0.0)
@@ -175,6 +176,51 @@ class Bounds:
             ev = max(ev, self._suffix_floor(sid, lo, q, c1 * x_lb))  # the whole shape's: _bound_state
         return total, x_lb, ev
 
+    def _packing_floor(self, sid: int, lo: int, live: list, start: float) -> float:
+        """``start``, a floor on the largest steady term of the stages left on the ``live`` (part,
+        stages) parts, raised where blocks are whole (a slow GPU's stage holds one block or more,
+        not a fraction): to T such that those stages could not hold blocks [lo, n) if each held
+        the most blocks it can within T, its cheapest ones on its own part. Bisected
+        ``PACKING_STEPS`` times from below between ``start`` and ``start`` plus the largest block.
+        Taken with every block, and without those under half the median time (an embedding would
+        let every stage hold one more block): fewer blocks never need a larger T."""
+        best = start
+        for trimmed in (False, True):
+            sums = [(self._packing_prefix(sid, i, lo, trimmed), c) for i, c in live]
+            kept = len(sums[0][0])
+            if kept < 2:
+                continue
+            low = best
+            high = min(min(p[-1] for p, _ in sums), low + max(p[-1] - p[-2] for p, _ in sums))
+            for _ in range(PACKING_STEPS):
+                mid = (low + high) / 2
+                if sum(c * bisect_right(prefix, mid) for prefix, c in sums) >= kept:
+                    high = mid
+                else:
+                    low = mid
+            best = low
+        return best
+
+    def _packing_prefix(self, sid: int, i: int, lo: int, trimmed: bool) -> list:
+        """For ``_packing_floor``: part ``i``'s running sums of the times of blocks [lo, n),
+        cheapest first; ``trimmed``: without the blocks under half the median time on part 0 (so
+        every part leaves out the same blocks). Cached."""
+        hit = self._packing_cache.get((sid, i, lo, trimmed))
+        if hit is None:
+            mine = self._block_times(sid, i)[lo:]
+            if trimmed:
+                ref = self._block_times(sid, 0)[lo:]
+                mine = mine[ref >= np.median(ref) / 2]
+            hit = self._packing_cache[(sid, i, lo, trimmed)] = np.cumsum(np.sort(mine)).tolist()
+        return hit
+
+    def _block_times(self, sid: int, i: int) -> np.ndarray:
+        """Each block's time on part ``i`` of shape ``sid`` without recomputation; cached."""
+        hit = self._blocks_cache.get((sid, i))
+        if hit is None:
+            hit = self._blocks_cache[(sid, i)] = np.diff(self.part_table(sid, i).arrays()["time_none"])
+        return hit
+
     def _time_ratios(self, sid: int, i: int) -> list[float]:
         """For each lo: the least ratio, over blocks from lo on, of a block's time on part ``i`` to its
         time on part 0 (no recomputation: every option takes at least that), inf past the last
@@ -182,8 +228,7 @@ class Bounds:
         Cached per (shape, part)."""
         hit = self._ratio_cache.get((sid, i))
         if hit is None:
-            mine = np.diff(self.part_table(sid, i).arrays()["time_none"])
-            ref = np.diff(self.part_table(sid, 0).arrays()["time_none"])
+            mine, ref = self._block_times(sid, i), self._block_times(sid, 0)
             ratio = np.full(self.n, np.inf)
             np.divide(mine, ref, out=ratio, where=ref > 0)
             hit = self._ratio_cache[(sid, i)] = [*np.minimum.accumulate(ratio[::-1])[::-1].tolist(), math.inf]

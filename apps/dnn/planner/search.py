@@ -69,7 +69,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "model", "cluster", "train", "shapes", "tables", "costs", "opts", "_slots_cache", "_slot_cache",
         "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
         "_stage_floor_cores", "_wan_cache", "_kind_cache", "_twins_cache", "_ratio_cache", "_ranking",
-        "_leave_cache",
+        "_leave_cache", "_blocks_cache", "_packing_cache",
     })
 
     def __deepcopy__(self, memo: dict) -> PlanSearch:
@@ -113,6 +113,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self.stage_floors = [-math.inf] * len(self.shapes)  # per shape: bounds.stage_floor, once ranked
         self._wan_cache: dict = {}  # shape -> the least wide-area send (bounds._wan_floor)
         self._leave_cache: dict = {}  # (shape, counts, last part) -> bounds._leaves_its_site
+        self._blocks_cache: dict = {}  # (shape, part) -> its block times (bounds._block_times)
+        self._packing_cache: dict = {}  # (shape, part, lo, trimmed) -> bounds._packing_prefix
         self._sites = len({g.site for g in cluster.groups})
         self._kind_cache: dict = {}  # (group, t) -> its GPU kind (bounds._gpu_kind)
         self._twins_cache: dict = {}  # shape -> its interchangeable parts (_twins)
