@@ -192,6 +192,8 @@ class Bounds:
                 continue
             low = best
             high = min(min(p[-1] for p, _ in sums), low + max(p[-1] - p[-2] for p, _ in sums))
+            if high <= low:
+                continue
             for _ in range(PACKING_STEPS):
                 mid = (low + high) / 2
                 if sum(c * bisect_right(prefix, mid) for prefix, c in sums) >= kept:

@@ -416,9 +416,9 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
 
     def make(self, sid: int, node: tuple, chosen: int | None, k: int, rc: str, z: int) -> tuple | None:
         """The child of stage node ``node`` that puts the next ``k`` blocks on part ``chosen`` (pipe
-        mode; hap: every class, ``chosen`` None) with recomputation ``rc`` and ZeRO stage ``z`` (None: it does
-        not fit or cannot complete), costed by :func:`stage_cost` itself (the tree uses its
-        arithmetic in bulk: ``stage_terms``)."""
+        mode; hap: every class, ``chosen`` None) with recomputation ``rc`` and ZeRO stage ``z``
+        (None: it does not fit or cannot complete), costed by :func:`stage_cost` itself (the tree
+        uses its arithmetic in bulk: ``stage_terms``)."""
         _, _, lo, counts, S, X, E, stages, order = node
         sh, tr = self.shapes[sid], self.train
         hi = lo + k
