@@ -97,12 +97,13 @@ def test_a_job_array_sweep_with_srun_merges_into_a_table_and_plots(cluster, tmp_
 
 
 def test_the_wall_time_sigterm_writes_a_checkpoint_that_the_resubmitted_job_finishes(cluster, tmp_path):
-    """--time=1 --signal=B:TERM@50: Slurm signals the script when 50 s or less are left (it looks
-    every 30 s, so anywhere from 10 to about 40 s in); the search outlasts that, writes its
-    checkpoint, and the same command submitted again resumes it to the exact count."""
+    """--time=2 --signal=B:TERM@100: Slurm signals the script when 100 s or less are left (it looks
+    every 30 s, so anywhere from 20 to about 50 s in, leaving 70 s or more; with --time=1 and
+    TERM@50 a late look once sent the signal as the job was cancelled); the search outlasts that,
+    writes its checkpoint, and the same command submitted again resumes it to the exact count."""
     env = dict(cluster, YEWPY_CHECKPOINT=str(tmp_path / "q.ckpt"), YEWPY_CHECKPOINT_EVERY="5")
     args = [str(SLURM / "one-node.sbatch"), "nqueens", "17", "--skeleton", "stacksteal", "--json", "--quiet"]
-    first, status = sbatch(env, tmp_path, "--ntasks=2", "--time=1", "--signal=B:TERM@50", *args)
+    first, status = sbatch(env, tmp_path, "--ntasks=2", "--time=2", "--signal=B:TERM@100", *args)
     log = (tmp_path / f"yewpy-{first}.out").read_text()
     assert status == 130 and "SIGTERM before the wall time" in log, log[-2000:]
     assert result(tmp_path / f"yewpy-{first}.out")["status"] == "interrupted"
