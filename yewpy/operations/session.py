@@ -114,6 +114,14 @@ class Session:
         self.prior = prior
         self.tasks = tasks[self.rank::self.size]
 
+    def begin(self, now: float) -> None:
+        """The search begins (every rank has joined): progress is timed from here, so start-up
+        (imports, MPI's set-up, waiting for the last rank) does not dilute the first line's rate
+        nor bring that line forward."""
+        if self.progress_every:
+            self.next_progress = now + self.progress_every
+        self.last_progress = (now, self.prior["nodes"] if self.prior is not None else 0)
+
     def adopt(self, engine: Engine) -> None:
         """Seed the engine with the resumed incumbent, so only better solutions are searched for."""
         if self.prior is None:

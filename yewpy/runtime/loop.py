@@ -82,6 +82,7 @@ def run_search(problem: Any, core: Core, coord: Coordination, options: dict, tra
     different times; that wait is ``metrics["startup_seconds"]``)."""
     transport.load(session)                     # every rank has joined once this returns; a bad
     begun = time.perf_counter()                 # checkpoint raises the same InputError on every rank
+    session.begin(begun)
     with transport.guard():
         engine = Engine(core, tracking=session.tracking, **options)
         session.adopt(engine)

@@ -254,6 +254,7 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
         except InputError as exc:
             failure = exc
         agree(self.comm, failure)
+        self.next_report = time.perf_counter() + (session.progress_every or float("inf"))  # all joined
 
     def conclude(self, engine: Engine, pool: Pool, status: str) -> str:
         """End the search everywhere (a witness or a limit found here stops every rank), deliver
