@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from bench_mpi_speedup import tool
-from bench_scaling_big import ceiling
+from bench_scaling_big import ceiling, note
 
 # Refusal hints (YEWPY_STEAL_HINTS, variants "hints...") were measured at commit dde810f and removed:
 # thieves followed hints from idle rank to idle rank (docs/benchmarks.md). So was a work board in
@@ -63,12 +63,6 @@ def one(out: Path, case: str, variant: str, ranks: int, args: list[str]) -> dict
     with (out / "runs.jsonl").open("a") as f:
         f.write(json.dumps(row) + "\n")
     return row
-
-
-def note(out: Path, line: str) -> None:
-    print(line, flush=True)
-    with (out / "summary.md").open("a") as f:
-        f.write(line + "\n")
 
 
 def table(out: Path, rows: list[dict], cases: dict, variants: list[str],

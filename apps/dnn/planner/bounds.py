@@ -85,9 +85,7 @@ class Bounds:
             if floor > floors[2]:
                 floors = (floors[0], floors[1], floor)
             if last is not None and self._sites > 1 and self._leaves_its_site(sid, counts, last):
-                send = self._wan_floor(sid)
-                floors = (floors[0] + 2 * send, max(floors[1], p2p_sends(sh.schedule, sh.v, sh.k) * send),
-                          floors[2])
+                floors = self._with_crossings(sid, floors, 1)
             return pipe_bound(floors, S[0], X[0], E, sh.div, sh.c1)
         A, Xs = [], []
         for c, (total, x_lb) in enumerate(floors):
@@ -116,10 +114,8 @@ class Bounds:
                 return 0.0, 0.0, -math.inf
             floors = self._time_floors(sid, lo, q, live)
             crossings = len({self.cluster.groups[sh.parts[i][0]].site for i, _ in live}) - 1
-            if crossings:  # each puts a stage's input on a wide-area link: 2 sends in Σ, e in its b
-                send = self._wan_floor(sid)
-                largest = max(floors[1], p2p_sends(sh.schedule, sh.v, sh.k) * send)
-                floors = (floors[0] + 2 * crossings * send, largest, floors[2])
+            if crossings:
+                floors = self._with_crossings(sid, floors, crossings)
             return floors
         out = []
         for i in range(len(sh.parts)):
@@ -257,6 +253,13 @@ class Bounds:
             live = {groups[parts[i][0]].site for i, c in enumerate(counts) if c > 0}
             hit = self._leave_cache[key] = bool(live) and groups[parts[last][0]].site not in live
         return hit
+
+    def _with_crossings(self, sid: int, floors: tuple, crossings: int) -> tuple:
+        """Pipe ``floors`` with ``crossings`` more site boundaries: each puts a stage's input on a
+        wide-area link, two of the least sends in the sum and e of them in that stage's steady term."""
+        sh, send = self.shapes[sid], self._wan_floor(sid)
+        largest = max(floors[1], p2p_sends(sh.schedule, sh.v, sh.k) * send)
+        return floors[0] + 2 * crossings * send, largest, floors[2]
 
     def _wan_floor(self, sid: int) -> float:
         """The least time one stage-to-stage send of shape ``sid`` takes over a wide-area link (the

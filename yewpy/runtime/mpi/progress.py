@@ -18,7 +18,7 @@ class Progress(Link):
 
     def init_progress(self) -> None:
         self.reports: dict[int, tuple] = {}
-        self.next_report = self.session.start + (self.session.progress_every or float("inf"))
+        self.next_report = float("inf")     # set by ``load`` once every rank has joined
 
     def on_progress(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: tuple) -> None:
         self.reports[source] = payload
