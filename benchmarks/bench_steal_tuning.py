@@ -1,8 +1,9 @@
 """The runtime's stealing knobs at P ranks, side by side (issue 25: UTS T3L's idle time at 16 ranks).
 
 Each variant is a setting of the runtime's experiment knobs, read from the environment:
-``YEWPY_BACKOFF_CAP`` (the longest wait after failed steals), ``YEWPY_HALF_MOST`` (the most tasks
-of a half share) and ``YEWPY_SLICE_TARGET`` (seconds of search between two looks at the network).
+``YEWPY_DOORBELLS=0`` (victims answer only between slices), ``YEWPY_BACKOFF_CAP`` (the longest
+wait after failed steals), ``YEWPY_HALF_MOST`` (the most tasks of a half share) and
+``YEWPY_SLICE_TARGET`` (seconds of search between two looks at the network).
 Every round runs each small tree once sequentially and once per variant at P ranks (stacksteal), so
 the variants and the 1-rank baseline share the machine's state. Then the ceiling (P time-limited
 1-rank runs at once against one alone), then the big trees with today's settings against the
@@ -33,10 +34,14 @@ from bench_scaling_big import ceiling, note
 # (YEWPY_RICH_VICTIMS, variant "rich", commit 9cf8550): T3L 5% slower.
 VARIANTS: dict[str, dict[str, str]] = {
     "today": {},
+    "nobells": {"YEWPY_DOORBELLS": "0"},
+    "bells300us": {"YEWPY_SLICE_TARGET": "300e-6"},
+    "bells1ms": {"YEWPY_SLICE_TARGET": "1e-3"},
     "cap2ms": {"YEWPY_BACKOFF_CAP": "0.002"},
     "half1024": {"YEWPY_HALF_MOST": "1024"},
     "slice50us": {"YEWPY_SLICE_TARGET": "50e-6"},
 }
+DEFAULT_VARIANTS = ["today", "nobells", "bells300us", "bells1ms"]   # the second lease ran the last three
 SMALL = {"T3L": ["uts", "--tree", "T3L"], "T1L": ["uts", "--tree", "T1L"]}
 BIG = {"T3XXL": ["uts", "--tree", "T3XXL"], "T1XL": ["uts", "--tree", "T1XL"]}
 DRY_SMALL = {"T3": ["uts", "--tree", "T3"], "T1": ["uts", "--tree", "T1"]}
@@ -100,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--big-rounds", type=int, default=2)
     parser.add_argument("--ceiling-seconds", type=float, default=4.0)
-    parser.add_argument("--variants", nargs="*", default=list(VARIANTS))
+    parser.add_argument("--variants", nargs="*", default=DEFAULT_VARIANTS, choices=list(VARIANTS))
     parser.add_argument("--small", action="store_true", help="the dry run's trees, for a 2-core machine")
     parser.add_argument("--no-big", action="store_true", help="the small trees and their ceilings only")
     opts = parser.parse_args(argv)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
+from itertools import groupby
+from operator import itemgetter
 
 from yewpy.runtime.interfaces import Pool, Task
 
@@ -27,8 +29,14 @@ class DepthPool:
         self._size += 1
 
     def extend(self, tasks: Iterable[Task]) -> None:
-        for task in tasks:
-            self.push(task)
+        levels = self._levels
+        for depth, run in groupby(tasks, itemgetter(0)):     # a share comes a depth at a time
+            level = levels.get(depth)
+            if level is None:
+                level = levels[depth] = deque()
+            before = len(level)
+            level.extend(run)
+            self._size += len(level) - before
 
     def _take(self, depth: int) -> Task:
         level = self._levels[depth]

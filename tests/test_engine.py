@@ -111,3 +111,32 @@ def test_time_slices_return_control():
     engine.start_root()
     assert engine.run(-1, 0.002) == PAUSED
     assert 0 < engine.nodes < 27_358_553
+
+
+@pytest.mark.parametrize("which", ["python", "nqueens", "jit"])
+def test_a_raised_flag_ends_the_slice_within_256_nodes(which):
+    """``pause_on``: the MPI runtime's doorbell. A raised flag ends a slice with no node limit at
+    the next 256-node mark, on the per-node path and on a core that walks its own frames (jit);
+    lowered, the search runs on to the exact count; None forgets the flag."""
+    from jit_searches import BitQueens
+
+    make = {**_cores(), "nqueens": lambda: NQueens(9), "jit": lambda: core_of(yewpy.jit(BitQueens)(9))}[which]
+    engine = Engine(make())
+    flag = bytearray(1)
+    engine.pause_on(flag)
+    engine.start_root()
+    flag[0] = 1
+    assert engine.run() == PAUSED and engine.active
+    assert 1 < engine.nodes <= 1 + 256           # the root, then at most 256 more
+    before = engine.nodes
+    assert engine.run() == PAUSED and 0 < engine.nodes - before <= 256
+    flag[0] = 0
+    assert engine.run() == DONE
+    reference = Engine(make())
+    reference.start_root()
+    assert reference.run() == DONE
+    assert engine.nodes == reference.nodes > 2 * 256 and engine.take_value() == reference.take_value()
+    engine.pause_on(None)
+    flag[0] = 1
+    engine.start_root()
+    assert engine.run() == DONE

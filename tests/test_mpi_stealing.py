@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import steal_matrix
 
-from support import run_ranks
+from support import run_ranks, yewpy_cmd
 
 
 def _run(ranks, instances, tmp_path, small):
@@ -62,3 +62,24 @@ def test_every_steal_mode_on_oversubscribed_ranks(ranks, instances, tmp_path, se
     queens = sequential[True]['depthbounded{"spawn_depth": 2, "steal": "half"} nqueens']
     assert queens == [92, 2057, "exhausted"]
     assert sequential[True]['stacksteal{"steal": "half"} clique'] == [4, "optimal"]
+
+
+def _uts_t3(ranks, env):
+    args = [*yewpy_cmd(), "uts", "--tree", "T3", "--skeleton", "stacksteal", "--json", "--quiet"]
+    proc = run_ranks(ranks, args, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_a_thiefs_doorbell_ends_its_victims_long_slice():
+    """With slices of a second (``YEWPY_SLICE_TARGET=1``), a victim would answer a thief only
+    between them; the thief's doorbell makes it answer within 256 nodes instead. The count stays
+    exact, and ``YEWPY_DOORBELLS=0`` turns the doorbells off."""
+    exact = _uts_t3(1, {})["nodes"]
+    rung = _uts_t3(2, {"YEWPY_SLICE_TARGET": "1"})
+    assert rung["nodes"] == exact == 4112897
+    assert sum(r["doorbells_rung"] for r in rung["metrics"]["per_rank"]) >= 1
+    assert rung["metrics"]["protocol"]["steal_latency_max"] < 0.3
+    quiet = _uts_t3(2, {"YEWPY_DOORBELLS": "0"})
+    assert quiet["nodes"] == exact
+    assert all(r["doorbells_rung"] == 0 for r in quiet["metrics"]["per_rank"])

@@ -183,6 +183,8 @@ cdef class Engine:
     cdef long long* f_away
     cdef double* m_closed
     cdef readonly bint tracking             # keep that bookkeeping (progress estimates are on)
+    cdef volatile unsigned char* flag       # pause_on: a slice ends early once flag[0] != 0
+    cdef object flag_owner                  # the buffer that flag points into, kept alive
 
     def __init__(self, Core core, max_depth=None, int spawn_depth=-1, bint prune_level=False,
                  long long backtrack_budget=0, target=None, initial_bound=None,
@@ -466,11 +468,14 @@ cdef class Engine:
             self.tick += 1
             if (self.tick & 4095) == 0:
                 PyErr_CheckSignals()
-            if (self.tick & 255) == 0 and (self.deadline > 0 or slice_end > 0):
-                now = _now()
-                if self.deadline > 0 and now >= self.deadline:
-                    return TIME_LIMIT
-                if slice_end > 0 and now >= slice_end and not budget_hit:
+            if (self.tick & 255) == 0:
+                if self.deadline > 0 or slice_end > 0:
+                    now = _now()
+                    if self.deadline > 0 and now >= self.deadline:
+                        return TIME_LIMIT
+                    if slice_end > 0 and now >= slice_end and not budget_hit:
+                        return PAUSED
+                if self.flag != NULL and self.flag[0] != 0 and not budget_hit:
                     return PAUSED
             if budget_hit:
                 return BUDGET
@@ -488,9 +493,9 @@ cdef class Engine:
         cdef int status, c, a
         cdef long long budget
         cdef bint budget_hit
-        cdef bint timed = self.deadline > 0 or slice_end > 0
+        cdef bint timed = self.deadline > 0 or slice_end > 0 or self.flag != NULL
         while self.top >= 0:
-            if timed:                       # the clock is read every 256 nodes
+            if timed:                       # the clock (and the flag) is read every 256 nodes
                 budget = 256 - (self.tick & 255)
             else:                           # only signals are checked, every 4096
                 budget = 4096 - (self.tick & 4095)
@@ -551,11 +556,14 @@ cdef class Engine:
         self.tick += <unsigned int>accounted
         if (before >> 12) != (self.tick >> 12):
             PyErr_CheckSignals()
-        if (before >> 8) != (self.tick >> 8) and (self.deadline > 0 or slice_end > 0):
-            now = _now()
-            if self.deadline > 0 and now >= self.deadline:
-                return TIME_LIMIT
-            if slice_end > 0 and now >= slice_end and not budget_hit:
+        if (before >> 8) != (self.tick >> 8):
+            if self.deadline > 0 or slice_end > 0:
+                now = _now()
+                if self.deadline > 0 and now >= self.deadline:
+                    return TIME_LIMIT
+                if slice_end > 0 and now >= slice_end and not budget_hit:
+                    return PAUSED
+            if self.flag != NULL and self.flag[0] != 0 and not budget_hit:
                 return PAUSED
         if budget_hit:
             return BUDGET
@@ -591,6 +599,17 @@ cdef class Engine:
         d.f_away = self.f_away
         d.m_closed = self.m_closed
         d.tracking = self.tracking
+
+    def pause_on(self, flag):
+        """End every slice early, within 256 nodes, once byte 0 of the writable buffer ``flag``
+        is nonzero (another process may set it: the MPI runtime's doorbell); None: never."""
+        cdef unsigned char[::1] view
+        if flag is None:
+            self.flag, self.flag_owner = NULL, None
+            return
+        view = flag
+        self.flag_owner = view
+        self.flag = &view[0]
 
     # -- giving work away ------------------------------------------------------------------
 

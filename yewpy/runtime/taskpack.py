@@ -8,15 +8,18 @@ the list itself.
 from __future__ import annotations
 
 from array import array
+from itertools import accumulate
+from operator import itemgetter
 from typing import Any
 
 
 def pack(tasks: list) -> Any:
     """The message payload for ``tasks``."""
-    if tasks and all(type(node) is bytes for _, node in tasks):
-        depths = array("i", [depth for depth, _ in tasks])
-        lengths = array("i", [len(node) for _, node in tasks])
-        return ("bytes", depths.tobytes(), lengths.tobytes(), b"".join(node for _, node in tasks))
+    nodes = [node for _, node in tasks]
+    if nodes and all(type(node) is bytes for node in nodes):
+        depths = array("i", map(itemgetter(0), tasks))
+        lengths = array("i", map(len, nodes))
+        return ("bytes", depths.tobytes(), lengths.tobytes(), b"".join(nodes))
     return ("list", tasks)
 
 
@@ -28,9 +31,5 @@ def unpack(payload: Any) -> list:
     depths, lengths = array("i"), array("i")
     depths.frombytes(raw_depths)
     lengths.frombytes(raw_lengths)
-    tasks, offset = [], 0
-    view = memoryview(blob)
-    for depth, length in zip(depths, lengths):
-        tasks.append((depth, bytes(view[offset:offset + length])))
-        offset += length
-    return tasks
+    return [(depth, blob[end - length:end])
+            for depth, length, end in zip(depths, lengths, accumulate(lengths))]

@@ -10,6 +10,7 @@ from typing import Any
 from yewpy._engine import Engine
 from yewpy.runtime import taskpack
 from yewpy.runtime.interfaces import Pool
+from yewpy.runtime.mpi.doorbells import Doorbells
 from yewpy.runtime.mpi.link import Link
 from yewpy.runtime.mpi.tags import NOWORK, STEAL, WORK
 from yewpy.runtime.share import give
@@ -52,6 +53,7 @@ class Stealing(Link):
     victims: Victims
     steal_mode: str
     epoch: int | None
+    bells: Doorbells | None
 
     def init_stealing(self, local: list[int], steal: str, low_water: int = 0) -> None:
         self.victims = Victims(self.rank, self.size, local)
@@ -70,7 +72,10 @@ class Stealing(Link):
             return False
         self.waiting, self.asked = True, now
         self.stats["steals_sent"] += 1
-        self.send(self.victims.choose(), STEAL)
+        victim = self.victims.choose()
+        self.send(victim, STEAL)
+        if self.bells is not None:
+            self.bells.ring(victim)         # after the send: the victim's next read finds it
         return True
 
     def on_steal(self, engine: Engine, pool: Pool, busy: bool, source: int, payload: None) -> None:

@@ -16,7 +16,9 @@ from yewpy._engine import Engine
 from yewpy.errors import InputError
 from yewpy.operations.session import Session
 from yewpy.runtime.interfaces import Pool
+from yewpy.runtime.mpi import doorbells
 from yewpy.runtime.mpi.checkpoints import Checkpoints
+from yewpy.runtime.mpi.doorbells import Doorbells
 from yewpy.runtime.mpi.progress import Progress
 from yewpy.runtime.mpi.stealing import Stealing
 from yewpy.runtime.mpi.tags import INCUMBENT, KIND_OF_TAG, STOP
@@ -33,6 +35,7 @@ SLICE_FIRST, SLICE_MIN, SLICE_MAX = 64, 1, 1 << 22
 NAP_MIN = 20e-6                     # an idle rank's nap (Linux adds its 50 us timer slack), doubling
                                     # while nothing happens and no answer is awaited ...
 NAP_MAX, NAP_MAX_CROWDED = 1e-3, 4e-3   # ... up to this (more when ranks outnumber cores)
+RUNG_LOOKS = 32                     # probes for the message that rang our doorbell (~1 us each)
 ABORT_GRACE = 0.2                   # seconds between an error's message and MPI_Abort (Hydra drops
                                     # a killed rank's stderr that it has not forwarded yet)
 
@@ -72,6 +75,9 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
         local = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         self.crowded = local.Get_size() > _node_cores(local)                # ranks share cores
         ranks_here = local.allgather(self.rank)
+        self.bells = Doorbells(MPI, local, ranks_here, self.rank) if local.bcast(
+            doorbells.wanted() and len(ranks_here) > 1) else None
+        self.belled: Engine | None = None   # the engine watching our doorbell
         local.Free()
         self.nap_max = NAP_MAX_CROWDED if self.crowded else NAP_MAX
         self.slice_nodes, self.slice_seconds = SLICE_FIRST, 0.0
@@ -86,7 +92,7 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
                       "steals_served": 0, "messages_sent": 0, "idle_seconds": 0.0,
                       "sent_steal": 0, "sent_work": 0, "sent_control": 0, "waves": 0,
                       "polls": 0, "slice_nodes_mean": 0.0, "last_node": 0.0, "returned": 0.0,
-                      "steal_wait_seconds": 0.0, "steal_wait_max": 0.0}
+                      "steal_wait_seconds": 0.0, "steal_wait_max": 0.0, "doorbells_rung": 0}
         self.init_stealing(ranks_here, steal, low_water)
         self.init_termination()
         self.init_checkpoints()
@@ -115,13 +121,22 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
     def receive(self, engine: Engine, pool: Pool, busy: bool) -> bool:
         """Act on every message waiting (an idle rank stops at the first work); true if any."""
         MPI, comm = self.MPI, self.comm
+        looks = 2       # MPICH matches a message that has just arrived only on a later probe than
+        if self.bells is not None:          # the one that pulled it in; a rung doorbell means
+            if self.bells.answer():         # one is on its way to us, so look harder
+                looks = RUNG_LOOKS
+                self.stats["doorbells_rung"] += 1
+            if engine is not self.belled:
+                engine.pause_on(self.bells.mine)
+                self.belled = engine
         got = False
         while True:
             message = comm.improbe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=self.status)
-            if message is None and not got:     # MPICH matches a message that has just arrived
-                message = comm.improbe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=self.status)
-            if message is None:                 # only on the probe after the one that pulled it in
-                break
+            if message is None:
+                looks -= 1
+                if got or looks <= 0:
+                    break
+                continue
             got = True
             source, tag = self.status.Get_source(), self.status.Get_tag()
             self.handle(engine, pool, busy, source, tag, message.recv())
@@ -286,6 +301,10 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
         return self.comm.allgather(part)   # inside the guard: a part that fails to pickle aborts
 
     def close(self) -> None:
+        if self.bells is not None:
+            if self.belled is not None:
+                self.belled.pause_on(None)
+            self.bells.free()
         self.comm.Free()
 
     def bcast(self, value: Any) -> Any:
