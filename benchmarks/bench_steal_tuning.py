@@ -39,6 +39,7 @@ VARIANTS: dict[str, dict[str, str]] = {
     "bells1ms": {"YEWPY_SLICE_TARGET": "1e-3"},
     "cap2ms": {"YEWPY_BACKOFF_CAP": "0.002"},
     "half1024": {"YEWPY_HALF_MOST": "1024"},
+    "half64": {"YEWPY_HALF_MOST": "64"},
     "slice50us": {"YEWPY_SLICE_TARGET": "50e-6"},
 }
 DEFAULT_VARIANTS = ["today", "nobells", "bells300us", "bells1ms"]   # the second lease ran the last three
