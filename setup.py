@@ -74,7 +74,7 @@ setup(
               "yewpy.compiler", "yewpy.skeletons", "yewpy.apps", "yewpy.apps.dnn", "yewpy.apps.dnn.planner",
               "yewpy.apps.dnn.fusion"],
     package_dir={"yewpy": "yewpy", "yewpy.skeletons": "skeletons", "yewpy.apps": "apps"},
-    package_data={"yewpy": ["py.typed", "*.pyi"], "yewpy.apps": ["*.pyi"],
+    package_data={"yewpy": ["py.typed", "*.pyi"], "yewpy.runtime": ["*.pyi"], "yewpy.apps": ["*.pyi"],
                   "yewpy.apps.dnn.fusion": ["*.pyi"], "yewpy.apps.dnn.planner": ["*.pyi"]},
     ext_modules=extensions(),
     cmdclass={"build_py": BuildPyWithPxd},

@@ -1,7 +1,8 @@
 """The runtime's stealing knobs at P ranks, side by side (issue 25: UTS T3L's idle time at 16 ranks).
 
 Each variant is a setting of the runtime's experiment knobs, read from the environment:
-``YEWPY_DOORBELLS=0`` (victims answer only between slices), ``YEWPY_BACKOFF_CAP`` (the longest
+``YEWPY_DOORBELLS=0`` (victims answer only between slices), ``YEWPY_TASKPACK=python`` (shares
+packed and unpacked in Python rather than C), ``YEWPY_BACKOFF_CAP`` (the longest
 wait after failed steals), ``YEWPY_HALF_MOST`` (the most tasks of a half share) and
 ``YEWPY_SLICE_TARGET`` (seconds of search between two looks at the network).
 Every round runs each small tree once sequentially and once per variant at P ranks (stacksteal), so
@@ -35,6 +36,7 @@ from bench_scaling_big import ceiling, note
 VARIANTS: dict[str, dict[str, str]] = {
     "today": {},
     "nobells": {"YEWPY_DOORBELLS": "0"},
+    "pytaskpack": {"YEWPY_TASKPACK": "python"},
     "bells300us": {"YEWPY_SLICE_TARGET": "300e-6"},
     "bells1ms": {"YEWPY_SLICE_TARGET": "1e-3"},
     "cap2ms": {"YEWPY_BACKOFF_CAP": "0.002"},

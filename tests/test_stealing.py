@@ -120,13 +120,24 @@ def test_a_pool_steal_splits_the_pool(tasks, mode, deque):
         assert len(taken) == 1
 
 
-@given(st.lists(st.tuples(st.integers(0, 1000), st.binary(max_size=40)), max_size=50))
+@given(st.lists(st.tuples(st.integers(0, 2**31 - 1), st.binary(max_size=40)), max_size=50))
 def test_task_buffers_round_trip(tasks):
-    assert taskpack.unpack(taskpack.pack(tasks)) == tasks
-    if tasks:
-        assert taskpack.pack(tasks)[0] == "bytes"
-    mixed = [(1, (2, "x"))] + tasks
-    assert taskpack.unpack(taskpack.pack(mixed)) == mixed
+    """Packed in C and in Python, the same buffers; each unpacks the other's."""
+    packed = {}
+    try:
+        for compiled in (True, False):
+            taskpack.COMPILED = compiled
+            packed[compiled] = taskpack.pack(tasks)
+            assert taskpack.unpack(packed[compiled]) == tasks
+            if tasks:
+                assert packed[compiled][0] == "bytes"
+            mixed = [(1, (2, "x"))] + tasks + [(3, bytearray(b"y"))]
+            assert taskpack.unpack(taskpack.pack(mixed)) == mixed
+        assert packed[True] == packed[False]
+        taskpack.COMPILED = True
+        assert taskpack.unpack(packed[False]) == tasks
+    finally:
+        taskpack.COMPILED = True
 
 
 def test_the_spanning_tree_reaches_every_rank_in_log_hops():

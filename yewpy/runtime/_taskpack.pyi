@@ -1,0 +1,6 @@
+"""Type stubs for the compiled task packing (cext/yewpy/runtime/_taskpack.pyx)."""
+
+from typing import Any
+
+def pack_bytes(tasks: list[tuple[int, Any]]) -> tuple[bytes, bytes, bytes] | None: ...
+def unpack_bytes(depths: bytes, lengths: bytes, blob: bytes) -> list[tuple[int, bytes]]: ...
