@@ -67,6 +67,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
     #: caches whose entries depend only on their keys: a copy shares them (see ``__deepcopy__``)
     SHARED = frozenset({
         "model", "cluster", "train", "shapes", "tables", "costs", "opts", "_slots_cache", "_slot_cache",
+        "_least_cache",
         "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
         "_stage_floor_cores", "_wan_cache", "_kind_cache", "_twins_cache", "_ratio_cache", "_ranking",
         "_leave_cache", "_blocks_cache", "_packing_cache",
@@ -104,6 +105,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self.opts: dict = {}
         self._slots_cache: dict = {}
         self._slot_cache: dict = {}
+        self._least_cache: dict = {}  # (shape, part or stage counts) -> least block times (_least_blocks)
         self._consts: dict = {}
         self._allowed_cache: dict = {}
         self._minmax_cache: dict = {}
@@ -244,6 +246,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         # after each yield, not for each of the many slots that the floors prune.
         limit = self._limit(sid)
         S0, X0 = S[0], X[0]
+        q = sum(counts)
         slots, sweep = self._slots(sid, lo, counts, prev)
         dead = [False, False, False]  # per side of the share (see ``_sweep``): pruned from here on
         for slot, (part, k, newcounts, side) in enumerate(slots):
@@ -259,6 +262,15 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                 x = pre[lo + k] - pre[lo] if side == 1 else (pre[self.n] - pre[lo + k]) / rest
                 if ((S0 + total) / div + c1 * (x if x > X0 else X0) + E) * SAFETY > limit:
                     dead[side] = True
+                    continue
+            elif pipe and pruning and sweep is None and q > 1:
+                # Several parts left (two widths, or groups): every block still costs at least its
+                # least time on a part that has stages left, so the slot is cut before its options.
+                here = self._least_blocks(sid, part)
+                x = here[lo + k] - here[lo]
+                rest = self._least_blocks(sid, newcounts)
+                if ((S0 + x + rest[self.n] - rest[lo + k]) / div + c1 * (x if x > X0 else X0) + E) \
+                        * SAFETY > limit:
                     continue
             got = self._slot_options(sid, part, lo, k, j, prev, newcounts)
             if got is None:
@@ -386,6 +398,24 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
             return None
         pre = self.part_table(sid, live[0]).time["none"]
         return pre[self.n] - pre[lo], pre, sum(counts) - 1
+
+    def _least_blocks(self, sid: int, where: Any) -> list:
+        """Prefix sums over the blocks of each block's least time without recomputation: on part
+        ``where`` of pipe shape ``sid`` (an int), or on the parts that the stage counts ``where``
+        (a tuple) leave stages on. Cached per (shape, where)."""
+        key = (sid, where)
+        hit = self._least_cache.get(key)
+        if hit is not None:
+            return hit
+        if isinstance(where, int):
+            hit = self.part_table(sid, where).time["none"]
+        else:
+            tables = [self.part_table(sid, i).time["none"] for i, c in enumerate(where) if c > 0]
+            hit = [0.0]
+            for b in range(self.n):
+                hit.append(hit[-1] + min((pre[b + 1] - pre[b] for pre in tables), default=0.0))
+        self._least_cache[key] = hit
+        return hit
 
     def _slot_options(
         self, sid: int, part: int | None, lo: int, k: int, j: int, prev: int | None, newcounts: tuple
