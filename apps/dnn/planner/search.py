@@ -263,14 +263,19 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                 if ((S0 + total) / div + c1 * (x if x > X0 else X0) + E) * SAFETY > limit:
                     dead[side] = True
                     continue
-            elif pipe and pruning and sweep is None and q > 1:
-                # Several parts left (two widths, or groups): every block still costs at least its
-                # least time on a part that has stages left, so the slot is cut before its options.
+            if pipe and pruning:
+                # Before its options: every child of the slot adds at least this stage's time
+                # without recomputation, and the blocks after it cost at least their floors (which
+                # no option changes); with several parts left (mixed groups, two widths), a cheaper
+                # test first: each remaining block's least time on a part with stages left.
                 here = self._least_blocks(sid, part)
                 x = here[lo + k] - here[lo]
-                rest = self._least_blocks(sid, newcounts)
-                if ((S0 + x + rest[self.n] - rest[lo + k]) / div + c1 * (x if x > X0 else X0) + E) \
-                        * SAFETY > limit:
+                xm = x if x > X0 else X0
+                if sweep is None and q > 1:
+                    rest = self._least_blocks(sid, newcounts)
+                    if ((S0 + x + rest[self.n] - rest[lo + k]) / div + c1 * xm + E) * SAFETY > limit:
+                        continue
+                if pipe_bound(self._floors(sid, lo + k, newcounts), S0 + x, xm, E, div, c1) * SAFETY > limit:
                     continue
             got = self._slot_options(sid, part, lo, k, j, prev, newcounts)
             if got is None:
