@@ -417,10 +417,10 @@ cdef class Engine:
         Returns DONE, PAUSED, BUDGET, FOUND, NODE_LIMIT or TIME_LIMIT.
         """
         cdef Core core = self.core
-        cdef int top, c, a, r, outcome
+        cdef int top, c, a, r, outcome, mark
         cdef long long left = slice_nodes
         cdef bint budget_hit
-        cdef double now, slice_end = _now() + slice_seconds if slice_seconds > 0 else 0
+        cdef double slice_end = _now() + slice_seconds if slice_seconds > 0 else 0
         if core.can_descend and self.spawn_depth <= self.base_depth:
             return self._descend(left, slice_end)      # no child of this task is spawned
         while self.top >= 0:
@@ -469,14 +469,9 @@ cdef class Engine:
             if (self.tick & 4095) == 0:
                 PyErr_CheckSignals()
             if (self.tick & 255) == 0:
-                if self.deadline > 0 or slice_end > 0:
-                    now = _now()
-                    if self.deadline > 0 and now >= self.deadline:
-                        return TIME_LIMIT
-                    if slice_end > 0 and now >= slice_end and not budget_hit:
-                        return PAUSED
-                if self.flag != NULL and self.flag[0] != 0 and not budget_hit:
-                    return PAUSED
+                mark = self._at_mark(slice_end, budget_hit)
+                if mark >= 0:
+                    return mark
             if budget_hit:
                 return BUDGET
             if left > 0:
@@ -544,27 +539,36 @@ cdef class Engine:
                 return status
         return DONE
 
+    cdef inline int _at_mark(self, double slice_end, bint budget_hit) noexcept:
+        """Every 256 nodes: the deadline, the slice's end and the pause flag (``pause_on``). A status
+        for ``run`` to return, or -1 to go on."""
+        cdef double now
+        if self.deadline > 0 or slice_end > 0:
+            now = _now()
+            if self.deadline > 0 and now >= self.deadline:
+                return TIME_LIMIT
+            if slice_end > 0 and now >= slice_end and not budget_hit:
+                return PAUSED
+        if self.flag != NULL and self.flag[0] != 0 and not budget_hit:
+            return PAUSED
+        return -1
+
     cdef inline int _after_nodes(self, long long accounted, bint budget_hit, long long* left,
                                  double slice_end) except? -2:
         """What follows ``accounted`` nodes: the node limit, signals every 4096 nodes (Ctrl-C and
         SIGTERM reach a long compiled run), the clock every 256, the backtrack budget, the
         slice. A status for ``run`` to return, or -1 to go on."""
         cdef unsigned int before = self.tick
-        cdef double now
+        cdef int mark
         if self.node_limit >= 0 and self.nodes >= self.node_limit:
             return NODE_LIMIT
         self.tick += <unsigned int>accounted
         if (before >> 12) != (self.tick >> 12):
             PyErr_CheckSignals()
         if (before >> 8) != (self.tick >> 8):
-            if self.deadline > 0 or slice_end > 0:
-                now = _now()
-                if self.deadline > 0 and now >= self.deadline:
-                    return TIME_LIMIT
-                if slice_end > 0 and now >= slice_end and not budget_hit:
-                    return PAUSED
-            if self.flag != NULL and self.flag[0] != 0 and not budget_hit:
-                return PAUSED
+            mark = self._at_mark(slice_end, budget_hit)
+            if mark >= 0:
+                return mark
         if budget_hit:
             return BUDGET
         if left[0] > 0:
