@@ -44,7 +44,8 @@ VARIANTS: dict[str, dict[str, str]] = {
     "half64": {"YEWPY_HALF_MOST": "64"},
     "slice50us": {"YEWPY_SLICE_TARGET": "50e-6"},
 }
-DEFAULT_VARIANTS = ["today", "nobells", "bells300us", "bells1ms"]   # the second lease ran the last three
+# the third lease's first call; the second lease ran cap2ms, half1024 and slice50us beside today
+DEFAULT_VARIANTS = ["today", "nobells", "bells300us", "bells1ms"]
 SMALL = {"T3L": ["uts", "--tree", "T3L"], "T1L": ["uts", "--tree", "T1L"]}
 BIG = {"T3XXL": ["uts", "--tree", "T3XXL"], "T1XL": ["uts", "--tree", "T1XL"]}
 DRY_SMALL = {"T3": ["uts", "--tree", "T3"], "T1": ["uts", "--tree", "T1"]}

@@ -121,9 +121,11 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
     def receive(self, engine: Engine, pool: Pool, busy: bool) -> bool:
         """Act on every message waiting (an idle rank stops at the first work); true if any."""
         MPI, comm = self.MPI, self.comm
-        looks = 2       # MPICH matches a message that has just arrived only on a later probe than
-        if self.bells is not None:          # the one that pulled it in; a rung doorbell means
-            if self.bells.answer():         # one is on its way to us, so look harder
+        # MPICH matches a message that has just arrived only on a later probe than the one that
+        # pulled it in: look twice, and harder when a rung doorbell says one is on its way to us
+        looks = 2
+        if self.bells is not None:
+            if self.bells.answer():
                 looks = RUNG_LOOKS
                 self.stats["doorbells_rung"] += 1
             if engine is not self.belled:
