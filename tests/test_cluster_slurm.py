@@ -97,9 +97,9 @@ def test_a_job_array_sweep_with_srun_merges_into_a_table_and_plots(cluster, tmp_
 
 
 def test_the_wall_time_sigterm_writes_a_checkpoint_that_the_resubmitted_job_finishes(cluster, tmp_path):
-    """--time=2 --signal=B:TERM@100: Slurm signals the script when 100 s or less are left (it looks
-    every 30 s, so anywhere from 20 to about 50 s in, leaving 70 s or more; with --time=1 and
-    TERM@50 a late look once sent the signal as the job was cancelled); the search outlasts that,
+    """--time=2 --signal=B:TERM@100: Slurm signals the script when 100 s or less are left, or up to
+    a minute earlier (once 79 ms after the start, before the ranks had set their handlers; the
+    script now holds a SIGTERM until they have had 15 s to start); the search outlasts that,
     writes its checkpoint, and the same command submitted again resumes it to the exact count."""
     env = dict(cluster, YEWPY_CHECKPOINT=str(tmp_path / "q.ckpt"), YEWPY_CHECKPOINT_EVERY="5")
     args = [str(SLURM / "one-node.sbatch"), "nqueens", "17", "--skeleton", "stacksteal", "--json", "--quiet"]
