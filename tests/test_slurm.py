@@ -219,19 +219,24 @@ def test_scripts_run_a_search_and_pass_sigterm_on(tmp_path, fake_bin):
                       "print('ready', flush=True)\ntime.sleep(60)\n")
     (fake_bin / "srun").write_text(f'#!/bin/bash\necho $$ > "$FAKE_LOG.srun"\n'
                                    f'exec {sys.executable} {waiter}\n')
+    # a SIGTERM in the job's first YEWPY_TERM_AFTER seconds is held until then (Slurm may send it
+    # up to a minute early, before the ranks could handle it)
     script = subprocess.Popen(["bash", str(SLURM / "multi-node.sbatch")], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env)
+                              stderr=subprocess.PIPE, text=True, env={**env, "YEWPY_TERM_AFTER": "2"})
     assert script.stdout.readline() == "ready\n"
+    sent = time.monotonic()
     script.send_signal(signal.SIGTERM)                  # the waiter sleeps 60 s: only the passed-on
     stdout, stderr = script.communicate(timeout=30)     # SIGTERM ends it within the timeout
     assert script.returncode == 7 and "search got SIGTERM" in stdout and "passing it on" in stderr
+    assert time.monotonic() - sent >= 0.9               # held: SECONDS counts whole seconds
     assert "scancel --signal=TERM" in (tmp_path / "launches.log").read_text()
 
 
 def test_a_job_resubmitted_with_yewpy_checkpoint_continues_the_search(tmp_path, fake_bin):
     ckpt = tmp_path / "q.ckpt"
     env = slurm_env(tmp_path, fake_bin, SLURM_JOB_ID="4", SLURM_NTASKS="2", SLURM_NNODES="1",
-                    YEWPY_CHECKPOINT=str(ckpt), YEWPY_CHECKPOINT_EVERY="0.2")
+                    YEWPY_CHECKPOINT=str(ckpt), YEWPY_CHECKPOINT_EVERY="0.2",
+                    YEWPY_TERM_AFTER="0")      # a checkpoint exists: the ranks are up, pass it at once
     leg = ["bash", str(SLURM / "one-node.sbatch"), "nqueens", "15", "--skeleton", "stacksteal", "--json",
            "--quiet"]
     first = subprocess.Popen(leg, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
