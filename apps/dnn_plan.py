@@ -176,6 +176,10 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
             raise UsageError(f"--{name}: {bad[0]!r} is not one of {', '.join(map(str, allowed))}")
         return items
 
+    zeros = listed(args.zero, (0, 1, 2, 3, "layers"), "zero", int)
+    if "layers" in zeros and not {0, 1, 2} & set(zeros):
+        raise UsageError("--zero layers: name the ZeRO stages its unsharded layers may use too (0, 1 or 2), "
+                         "e.g. --zero 1,layers")
     if args.global_batch < 1:
         raise UsageError("--global-batch must be positive")
     check_ranges(args)
@@ -230,7 +234,8 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
         slice_overhead=args.slice_overhead * 1e-6,
         sequence_parallel=not args.no_sp,
         recompute=listed(args.recompute, RECOMPUTE, "recompute"),
-        zero=listed(args.zero, (0, 1, 2, 3), "zero", int),
+        zero=tuple(z for z in zeros if z != "layers"),
+        zero_layers="layers" in zeros,
         schedules=schedules,
         max_tp=args.max_tp,
         max_cp=max_cp,
@@ -308,7 +313,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--recompute", default=",".join(DEFAULT_RECOMPUTE),
                         help=f"allowed recomputation modes, of {', '.join(RECOMPUTE)} (default: all but "
                              "block, per-layer recomputation: the fewest of a stage's layers that fit)")
-    parser.add_argument("--zero", default="0,1,2,3", help="allowed ZeRO stages")
+    parser.add_argument("--zero", default="0,1,2,3",
+                        help="allowed ZeRO stages; 'layers' adds per-layer ZeRO-3 (Galvatron-BMW): the "
+                             "fewest layers of a stage that let it fit under ZeRO-3, the rest under a stage "
+                             "listed")
     parser.add_argument("--schedules", default=",".join(DEFAULT_SCHEDULES),
                         help=f"allowed pipeline schedules, of {', '.join(SCHEDULES)} (default: all but "
                              "terapipe, token-level pipelining, which no launcher runs)")
@@ -376,6 +384,15 @@ def _recompute(stage: dict) -> str:
     return f"block:{layers if isinstance(layers, int) else '/'.join(map(str, layers))}"
 
 
+def _zero(stage: dict) -> str:
+    """A stage's ZeRO stage; ``B+3:N``: per-layer, its first N layers under ZeRO-3 and the rest under B
+    (N per class in hap mode)."""
+    layers = stage.get("zero3_layers")
+    if layers is None:
+        return str(stage["zero"])
+    return f"{stage['zero']}+3:{layers if isinstance(layers, int) else '/'.join(map(str, layers))}"
+
+
 def _wan(stage: dict) -> str:
     """What a stage's input crosses between sites, and how it is compressed."""
     wan = stage.get("wan")
@@ -424,7 +441,7 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
         lines.append(
             f"  stage {j}: blocks {s['blocks'][0]}..{s['blocks'][1] - 1} on {s['group']} tp={s['tp']}"
             f"{_replication(s)} "
-            f"recompute={_recompute(s)} zero={s['zero']} {_stage_time(s)}, "
+            f"recompute={_recompute(s)} zero={_zero(s)} {_stage_time(s)}, "
             f"{s['memory_gb']:.2f}/{s['capacity_gb']:.2f} GiB{_wan(s)}"
         )
     for i, alt in enumerate(x["top"][1:], 2):
@@ -435,15 +452,18 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     if x["sensitivity"]:
         lo, hi = x["sensitivity"]["bandwidth_factor"]
         lines.append(f"Stays best of the top {len(x['top'])} for link bandwidth x{lo:g} .. x{hi:g}")
-    for name, label in (("megatron", "Megatron-LM"), ("deepspeed", "DeepSpeed")):
+    for name, label in (("megatron", "Megatron-LM"), ("deepspeed", "DeepSpeed"), ("galvatron", "Galvatron")):
         out = x["launch"][name]
         if "refused" in out:
             lines.append(f"{label}: cannot run this plan: {out['refused']}"
                          + ("" if train.launcher == name else f" (--launcher {name} plans only for it)"))
         elif name == "megatron":
             lines.append(f"{label} ({out['gpus']} GPUs): pretrain_gpt.py {' '.join(out['arguments'])}")
-        else:
+        elif name == "deepspeed":
             lines.append(f"{label} ({out['gpus']} GPUs): {json.dumps(out['config'], sort_keys=True)}")
+        else:
+            lines.append(f"{label} ({out['gpus']} GPUs): strategy file {json.dumps(out['strategy'])}, "
+                         f"with {json.dumps(out['arguments'], sort_keys=True)}")
     if levels is not None:
         x["ada_grouper"] = grouped = ada_grouper(model, cluster, train, p, levels)
         if grouped is None:

@@ -1463,6 +1463,8 @@ def cases_dnn_cli(rng: random.Random, folder: Path, count: int):
                 break
         argv = [str(script), "dnn-plan", "--model", str(model), f"--cluster={c_arg}", "--global-batch", "8",
                 "--top", "1", "--json"]
+        if k % 3 == 0:  # the per-layer options: ZeRO-3 by layer (Galvatron-BMW) and recomputation by layer
+            argv += ["--zero", "0,1,2,3,layers", "--recompute", "none,selective,full,block"]
         both = next((e for e in (m_expect, c_expect) if isinstance(e, Invalid)), m_expect)
         yield (argv, [str(model)], both,
                lambda a=argv, m=m_expect, c=c_expect, p=str(model), cp=c_arg: judge_dnn_cli(a, m, c, p, cp))

@@ -46,6 +46,20 @@ DEFAULT_PASS_OVERHEAD = 20e-6
 # during the backward pass). Fitted on Megatron SC'21 Table 2's 768-GPU ZeRO-3 row and validated on
 # its 384- and 1536-GPU rows (docs/dnn.md, tests/test_dnn_plan.py).
 ZERO3_OVERLAP = 0.8
+#: per-layer ZeRO (Galvatron-BMW's per-layer sharded data parallelism): option code ZERO_LAYERS + b runs
+#: the fewest of a stage's transformer layers that let it fit under ZeRO-3, first layers first, and
+#: the rest under ZeRO-b (b = 0, 1, 2); searched only when asked for (``Training.zero_layers``)
+ZERO_LAYERS = 4
+
+
+def zero_base(z: int) -> int:
+    """The ZeRO stage of a stage option's unsharded layers: ``z`` itself, or b for per-layer code 4 + b."""
+    return z - ZERO_LAYERS if z >= ZERO_LAYERS else z
+
+
+def zero_name(z: int) -> str:
+    """A ZeRO option as users write it: ``0``-``3``, or ``b+3`` for per-layer ZeRO-3 over ZeRO-b."""
+    return f"{z - ZERO_LAYERS}+3" if z >= ZERO_LAYERS else str(z)
 
 
 @dataclass(frozen=True)
@@ -66,6 +80,7 @@ class Training:
     sequence_parallel: bool = True
     recompute: tuple = DEFAULT_RECOMPUTE
     zero: tuple = (0, 1, 2, 3)
+    zero_layers: bool = False  # Galvatron-BMW: a stage may shard only some layers with ZeRO-3 (ZERO_LAYERS)
     schedules: tuple = DEFAULT_SCHEDULES
     token_slices: tuple = (2, 4, 8, 16, 32, 64)  # TeraPipe: n slices of equal cost per sequence
     wan_compression: tuple = (1.0,)  # FusionLLM: top-k ratios allowed on links between sites (1: none)
@@ -368,12 +383,32 @@ class StageTables:
     def fewest_recomputed(self, lo: int, hi: int, room: float, inflight: float) -> int | None:
         """The fewest layers of [lo, hi) to recompute, first ones first, for its activations times
         ``inflight`` (plus one block's working set once any is recomputed) to fit in ``room`` bytes;
-        None if recomputing every layer is not enough. Activations fall as r grows: bisection."""
-        first, end = self.layers(lo, hi)
+        None if recomputing every layer is not enough."""
+        return self._fewest_layers(lo, hi, lambda r: self.partial(self.act, lo, hi, r) * inflight
+                                   + (self.working_set if r else 0.0) <= room)
 
+    def sharded(self, lo: int, hi: int, r: int) -> tuple[float, float]:
+        """Dense and expert parameters per rank of the first ``r`` layers of [lo, hi) (see ``layers``)."""
+        first, _ = self.layers(lo, hi)
+        return ((self.dense[first + r] - self.dense[first]) / self.t,
+                (self.expert[first + r] - self.expert[first]) / self.t)
+
+    def fewest_sharded(self, lo: int, hi: int, over: float, per_dense: float, per_expert: float,
+                       gather: float) -> int | None:
+        """The fewest layers of [lo, hi) to shard with ZeRO-3, first ones first, to save ``over``
+        bytes, when a layer's dense and expert parameters each save ``per_dense`` and ``per_expert``
+        bytes and any sharding adds ZeRO-3's ``gather`` buffer; None if sharding every layer is not
+        enough."""
         def fits(r: int) -> bool:
-            return self.partial(self.act, lo, hi, r) * inflight + (self.working_set if r else 0.0) <= room
+            dense, expert = self.sharded(lo, hi, r)
+            return dense * per_dense + expert * per_expert - (gather if r else 0.0) >= over
 
+        return self._fewest_layers(lo, hi, fits)
+
+    def _fewest_layers(self, lo: int, hi: int, fits) -> int | None:
+        """The least r in [0, layers of [lo, hi)] with ``fits(r)``, None if none; ``fits`` is
+        monotone from r = 1 on (r = 0 may fit where 1 does not): bisection."""
+        first, end = self.layers(lo, hi)
         if fits(0):
             return 0
         if end <= first or not fits(end - first):
@@ -398,6 +433,7 @@ class StageCost:
     memory: float  # peak bytes per device
     flops: float  # executed FLOPs per micro-batch on one replica of this stage (all t ranks)
     recomputed: int = 0  # layers recomputed in full under per-layer recomputation ("block")
+    sharded: int = 0  # layers under ZeRO-3 under per-layer ZeRO (ZERO_LAYERS)
 
 
 def stage_cost(
@@ -425,9 +461,12 @@ def stage_cost(
     local = params / t
     experts = (tab.expert[hi] - tab.expert[lo]) / t  # sharded by ZeRO over d/ep replicas, not d
     r = tab.expert_replicas
-    state = state_bytes_per_param(zero, d, train.weight_bytes, train.grad_bytes, train.optimizer_bytes)
-    state_e = state_bytes_per_param(zero, r, train.weight_bytes, train.grad_bytes, train.optimizer_bytes)
-    memory = (local - experts) * state + experts * state_e
+    base = zero_base(zero)
+
+    def per_param(z: int, replicas: int) -> float:
+        return state_bytes_per_param(z, replicas, train.weight_bytes, train.grad_bytes, train.optimizer_bytes)
+
+    memory = (local - experts) * per_param(base, d) + experts * per_param(base, r)
     if zero == 3:
         memory += tab.gather_buffer / t * train.weight_bytes
     in_flight = inflight(schedule, j, p, m, v, k)
@@ -445,25 +484,51 @@ def stage_cost(
         memory += (tab.act[rc][hi] - tab.act[rc][lo]) * in_flight
         if rc == "full":
             memory += tab.working_set
+    sharded, sharded_dense, sharded_experts = 0, 0.0, 0.0  # per-layer ZeRO: the layers under ZeRO-3
+    if zero >= ZERO_LAYERS:
+        first, end = tab.layers(lo, hi)
+        gather = tab.gather_buffer / t * train.weight_bytes
+        saving_dense = per_param(base, d) - per_param(3, d)
+        saving_experts = per_param(base, r) - per_param(3, r)
+        room = train.usable(tab.group)
+        fewest = tab.fewest_sharded(lo, hi, memory - room, saving_dense, saving_experts, gather)
+        sharded = end - first if fewest is None else fewest  # None: over memory even so
+        sharded_dense, sharded_experts = tab.sharded(lo, hi, sharded)
+        memory -= sharded_dense * saving_dense + sharded_experts * saving_experts
+        if sharded:
+            memory += gather
     # data parallel: the gradients of this stage's shard, over d ranks (hierarchical when spanning nodes)
     exposed = 0.0
     if d > 1:
         dense = (tab.dense[hi] - tab.dense[lo]) / t
         if zero == 3:  # every micro-batch gathers and reduce-scatters; what compute does not hide
-            collectives = zero3_collectives(dense, hi - lo, d, flat_ring(dp_link), train.weight_bytes)
-            if experts and r > 1:
-                collectives += zero3_collectives(experts, hi - lo, r, tab.expert_ring, train.weight_bytes)
-            tau += max(0.0, collectives - ZERO3_OVERLAP * tau)
+            sharded, sharded_dense, sharded_experts = 0, dense, experts
+            sharded_blocks = hi - lo
         else:
-            one = hierarchical_allreduce(dense * train.grad_bytes, *dp_link)
-            if experts and r > 1:
-                one += allreduce(experts * train.grad_bytes, r, *tab.expert_ring)
-            dp = one / 2 * m + one / 2 if zero == 2 else one  # ZeRO-2 reduce-scatters every micro-batch
+            sharded_blocks = sharded
+        if sharded_blocks:
+            ring = flat_ring(dp_link)
+            collectives = zero3_collectives(sharded_dense, sharded_blocks, d, ring, train.weight_bytes)
+            if sharded_experts and r > 1:
+                collectives += zero3_collectives(sharded_experts, sharded_blocks, r, tab.expert_ring,
+                                                 train.weight_bytes)
+            tau += max(0.0, collectives - ZERO3_OVERLAP * tau)
+        if zero != 3:
+            one = hierarchical_allreduce((dense - sharded_dense) * train.grad_bytes, *dp_link)
+            if experts - sharded_experts and r > 1:
+                one += allreduce((experts - sharded_experts) * train.grad_bytes, r, *tab.expert_ring)
+            dp = one / 2 * m + one / 2 if base == 2 else one  # ZeRO-2 reduce-scatters every micro-batch
             exposed = max(0.0, dp - tau * 2 / 3)
-    touched = (local - experts) / (d if zero >= 1 else 1) + experts / (r if zero >= 1 else 1)
+    if zero == 3:
+        touched = (local - experts) / d + experts / r
+    else:
+        rest_dense = local - experts - sharded_dense
+        rest_experts = experts - sharded_experts
+        touched = (rest_dense / (d if base >= 1 else 1) + rest_experts / (r if base >= 1 else 1)
+                   + sharded_dense / d + sharded_experts / r)
     exposed += 2 * touched * train.state_bytes / tab.group.hbm_bandwidth
     p2p = 0.0
     if p2p_link is not None:
         bw, lat = p2p_link
         p2p = lat + 2.0 * b * train.seq / tab.c * tab.boundaries[lo - 1] / t / bw  # its input
-    return StageCost(tau, p2p, exposed, memory, flops, layers)
+    return StageCost(tau, p2p, exposed, memory, flops, layers, sharded)

@@ -14,6 +14,7 @@ import numpy as np
 
 from yewpy.apps.dnn.cost import (
     ZERO3_OVERLAP,
+    ZERO_LAYERS,
     StageTables,
     allreduce,
     flat_ring,
@@ -40,7 +41,7 @@ class Bounds:
         the parameters x t_j / sum(t) (the average), so a GPU holds parameters / sum(t); expert
         parameters are further split over ep ranks and their ZeRO state over d/ep replicas."""
         sh, tr = self.shapes[sid], self.train
-        zeros = [z for _, z in self._allowed(sid)] or [0]
+        zeros = [3 if z >= ZERO_LAYERS else z for _, z in self._allowed(sid)] or [0]
         params, experts = self._model_params
 
         def per_param(z: int, replicas: int) -> float:
@@ -167,6 +168,8 @@ class Bounds:
             else:
                 dp = min(per_byte * dense * self.train.grad_bytes, c1 * zero3 * dense)
                 hide = max(2 / 3, c1 * ZERO3_OVERLAP)
+            if any(z >= ZERO_LAYERS for _, z in self._allowed(sid)):
+                dp = 0.0  # per-layer ZeRO hides each kind of traffic its own way: the compute alone
             ev = c1 * avg + max(0.0, dp - avg * hide)
         if 0 < lo and len(sh.parts) == 1 and c1 >= 1 and self.stage_floors[sid] > -math.inf:
             ev = max(ev, self._suffix_floor(sid, lo, q, c1 * x_lb))  # the whole shape's: _bound_state
@@ -377,6 +380,12 @@ class Bounds:
         out = []
         touched: dict = {}  # per ZeRO stage: the optimizer's touched bytes, prefix sums
         for rc, z in self._allowed(sid):
+            if z >= ZERO_LAYERS:  # relaxed to its least time and memory at any count: ZeRO-3's state
+                state, _, touched_f, _, state_e, touched_e = zc[3]
+                steady = c1 * arrays["time_" + rc] + ((params - expert) * touched_f + expert * touched_e) / t
+                working_set = tab.working_set if rc == "full" else 0.0
+                out.append(Mode(((steady, 0.0),), arrays["act_" + rc], working_set, state, state_e, 0.0))
+                continue
             state, gbuf, touched_f, m_dp, state_e, touched_e = zc[z]
             act = arrays["act_block" if rc == "block" else "act_" + rc]
             working_set = tab.working_set if rc in ("full", "block") else 0.0

@@ -3,7 +3,7 @@ memory and predicted TF/s (the presentation, apart from the search)."""
 
 from __future__ import annotations
 
-from yewpy.apps.dnn.cost import stage_cost
+from yewpy.apps.dnn.cost import ZERO_LAYERS, stage_cost, zero_base
 from yewpy.apps.dnn.planner.search import PlanSearch
 
 
@@ -53,7 +53,9 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
                 "recompute": rc,
                 **({"recomputed_layers": entries[0][3].recomputed if pipe
                     else [e[3].recomputed for e in entries]} if rc == "block" else {}),
-                "zero": z,
+                "zero": zero_base(z),
+                **({"zero3_layers": entries[0][3].sharded if pipe
+                    else [e[3].sharded for e in entries]} if z >= ZERO_LAYERS else {}),
                 **_wan_entry(search, sid, stages[j - 1][0] if j else None, g),
                 "ms_per_microbatch": [round(e[3].tau * 1e3, 4) for e in entries],
                 "memory_gb": round(max(e[3].memory for e in entries) / 2**30, 3),

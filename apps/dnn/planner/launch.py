@@ -1,8 +1,10 @@
-"""What a launcher runs for a plan: Megatron-LM arguments and a DeepSpeed config, or why it cannot.
+"""What a launcher runs for a plan: Megatron-LM arguments, a DeepSpeed config and a Galvatron strategy
+file, or why it cannot.
 
 The rules are the launchers' own checks, read from their source and cited in docs/dnn.md: Megatron-LM's
 ``validate_args`` (``megatron/training/arguments.py``) and ``TransformerConfig``, DeepSpeed's batch
-and precision checks (``deepspeed/runtime/config.py``) and its pipeline engine's ZeRO assertion.
+and precision checks (``deepspeed/runtime/config.py``) and its pipeline engine's ZeRO assertion,
+Galvatron's strategy reader (``galvatron/core/runtime/hybrid_parallel_config.py``).
 :func:`restrict` narrows a :class:`Training` to what a launcher can run, so ``--launcher`` searches
 only plans that launcher can express; without it every plan is searched and a launcher that cannot
 run the chosen one says why instead of printing arguments.
@@ -16,7 +18,9 @@ from yewpy.apps.dnn.cost import Training
 from yewpy.apps.dnn.models import Model
 from yewpy.errors import UsageError
 
-LAUNCHERS = ("none", "megatron", "deepspeed")
+LAUNCHERS = ("none", "megatron", "deepspeed", "galvatron")
+GALVATRON_SCHEDULES = {"gpipe": "gpipe", "1f1b": "pipedream_flush"}
+GALVATRON_DP_TYPES = {0: "ddp", 2: "zero2", 3: "zero3"}  # its default_dp_type; a layer's 1 is ZeRO-3
 MEGATRON_SCHEDULES = ("1f1b", "interleaved")
 
 
@@ -34,7 +38,7 @@ def restrict(train: Training, launcher: str) -> Training:
         train = replace(train, launcher=launcher, zero=tuple(z for z in train.zero if z <= 1),
                         schedules=tuple(s for s in train.schedules if s in MEGATRON_SCHEDULES),
                         recompute=tuple(r for r in train.recompute if r != "block"),
-                        wan_compression=(1.0,), stage_replication=False,
+                        wan_compression=(1.0,), stage_replication=False, zero_layers=False,
                         uniform_recompute=True, hap=False, one_tp=True, interleave_min_pp=3,
                         megatron_stages=True)
         if train.precision == "fp16":  # Megatron-LM's MoE layers need bf16 for expert parallelism
@@ -54,8 +58,21 @@ def restrict(train: Training, launcher: str) -> Training:
                              "no context parallelism (cp=1)")
         train = replace(train, launcher=launcher, fix=dict(train.fix, pp=1, tp=1, cp=1), schedules=("1f1b",),
                         recompute=tuple(r for r in train.recompute if r not in ("selective", "block")),
-                        uniform_recompute=True, hap=False)
+                        zero_layers=False, uniform_recompute=True, hap=False)
         what = "recomputation mode (DeepSpeed checkpoints whole layers: none or full)"
+    elif launcher == "galvatron":
+        if train.fix.get("cp", 1) != 1 or train.fix.get("ep", 1) != 1:
+            raise UsageError("--launcher galvatron: yewpy writes Galvatron strategies without context or "
+                             "expert parallelism (cp=1, ep=1)")
+        base = next((z for z in (2, 0) if z in train.zero), None)  # one default data-parallel type
+        train = replace(train, launcher=launcher,
+                        zero=tuple(z for z in train.zero if z == 3 or z == base),
+                        schedules=tuple(s for s in train.schedules if s in GALVATRON_SCHEDULES),
+                        recompute=tuple(r for r in train.recompute if r != "selective"),
+                        wan_compression=(1.0,), stage_replication=False, hap=False, one_tp=True,
+                        fix=dict(train.fix, cp=1, ep=1))
+        what = ("ZeRO stage (Galvatron's data-parallel types are DDP, ZeRO-2 and ZeRO-3), recomputation mode "
+                "(Galvatron checkpoints whole layers: none, full or block)")
     else:
         return train
     fixed = train.fix
@@ -73,10 +90,16 @@ def _stage_layers(plan: dict) -> list[int]:
     return [hi - lo - (lo == 0) - (hi == n) for lo, hi in (s["blocks"] for s in plan["stages"])]
 
 
+def _decoder_only(model: Model) -> bool:
+    """Whether ``model`` is a decoder-only transformer with a vocabulary (a GPT or Llama shape)."""
+    meta = model.meta or {}
+    return bool(meta.get("layers")) and not meta.get("decoder_layers") and not meta.get("classes") \
+        and bool(meta.get("vocab"))
+
+
 def megatron_model_refusal(model: Model) -> str | None:
     """Why ``model`` is not one Megatron-LM's ``pretrain_gpt.py`` builds, or None."""
-    meta = model.meta or {}
-    if not meta.get("layers") or meta.get("decoder_layers") or meta.get("classes") or not meta.get("vocab"):
+    if not _decoder_only(model):
         return f"{model.name} is not a decoder-only transformer (Megatron-LM's GPT model)"
     return None
 
@@ -103,6 +126,9 @@ def megatron_refusal(plan: dict, model: Model, train: Training) -> str | None:
     if plan["schedule"] == "interleaved" and plan["pp"] < 3:
         return "Megatron-LM interleaves only with more than 2 pipeline stages"
     stages = plan["stages"]
+    if any("zero3_layers" in s for s in stages):
+        return ("it shards only some layers with ZeRO-3 (Galvatron-BMW's per-layer choice), and Megatron-LM "
+                "shards every layer alike")
     if any(s["zero"] >= 2 for s in stages):
         return "it uses ZeRO-2/3, and Megatron-LM's distributed optimizer is ZeRO-1"
     if len({s["recompute"] for s in stages}) > 1:
@@ -201,6 +227,9 @@ def deepspeed_refusal(plan: dict) -> str | None:
                 "engine needs a PipelineModule and refuses ZeRO-2/3")
     if plan.get("cp", 1) > 1:
         return "it splits sequences over context-parallel ranks, which DeepSpeed's engine does not"
+    if "zero3_layers" in plan["stages"][0]:
+        return ("it shards only some layers with ZeRO-3 (Galvatron-BMW's per-layer choice), and DeepSpeed's "
+                "ZeRO stage is one setting for the whole model")
     if plan["stages"][0]["recompute"] == "selective":
         return "DeepSpeed checkpoints whole layers (no selective recomputation)"
     if plan["stages"][0]["recompute"] == "block":
@@ -227,14 +256,84 @@ def deepspeed_config(plan: dict, train: Training) -> dict:
     return config
 
 
+def galvatron_refusal(plan: dict, model: Model, train: Training) -> str | None:
+    """Why Galvatron cannot run ``plan`` as chosen, or None."""
+    if not _decoder_only(model):
+        return (f"{model.name} is not a decoder-only transformer (yewpy writes Galvatron strategies for GPT "
+                "models)")
+    if plan["mode"] == "hap":
+        return "it gives replicas on different GPU types different micro-batch shares"
+    if isinstance(plan["tp"], list):
+        return "its device groups use different tensor-parallel degrees"
+    if isinstance(plan["dp"], list):
+        return _UNEVEN_DP
+    if any(s.get("wan", {}).get("compression", 1) > 1 for s in plan["stages"]):
+        return "it compresses activations between sites (FusionLLM's top-k), which Galvatron does not"
+    if plan["schedule"] not in GALVATRON_SCHEDULES:
+        return f"Galvatron has no {plan['schedule']} schedule (GPipe and 1F1B, its pipedream_flush, only)"
+    if plan.get("cp", 1) > 1 or plan.get("ep", 1) > 1:
+        return "yewpy writes Galvatron strategies without context or expert parallelism"
+    stages = plan["stages"]
+    if any(s["recompute"] == "selective" for s in stages):
+        return "Galvatron checkpoints whole layers (no selective recomputation)"
+    if any(s["zero"] == 1 for s in stages):
+        return "it uses ZeRO-1, and Galvatron's data-parallel types are DDP, ZeRO-2 and ZeRO-3"
+    if len({s["zero"] for s in stages if s["zero"] != 3}) > 1:
+        return ("its stages use different ZeRO stages, and Galvatron's default data-parallel type is one for "
+                "all")
+    if (stages[0]["zero"] == 3) != (stages[-1]["zero"] == 3):
+        return ("its embedding and output layer differ in ZeRO stage, and Galvatron shards both or "
+                "neither (vocab_sdp)")
+    if min(_stage_layers(plan)) < 1:
+        return f"a stage holds no transformer layer (layers per stage {_stage_layers(plan)})"
+    return None
+
+
+def galvatron_config(plan: dict, model: Model, train: Training) -> dict:
+    """Galvatron's strategy file for ``plan`` (its ``galvatron_config_path``), per transformer layer, and
+    the training arguments it runs with (CannotExpress if none)."""
+    why = galvatron_refusal(plan, model, train)
+    if why:
+        raise CannotExpress(why)
+    stages, layers = plan["stages"], _stage_layers(plan)
+    bases = {s["zero"] for s in stages if s["zero"] != 3} or {3}
+    dp_types, checkpoint = [], []
+    for stage, count in zip(stages, layers):
+        sharded = count if stage["zero"] == 3 else stage.get("zero3_layers", 0)
+        dp_types += [1] * sharded + [0] * (count - sharded)
+        recomputed = {"none": 0, "full": count}.get(stage["recompute"], stage.get("recomputed_layers", 0))
+        checkpoint += [1] * recomputed + [0] * (count - recomputed)
+
+    def listed(values: list[int]) -> str:
+        return ",".join(map(str, values))
+
+    total = sum(layers)
+    config = {"pp_deg": plan["pp"], "tp_sizes_enc": listed([plan["tp"]] * total),
+              "tp_consecutive_flags": listed([1] * total), "dp_types_enc": listed(dp_types),
+              "use_sp": listed([0] * total), "checkpoint": listed(checkpoint),
+              "global_bsz": train.global_batch, "chunks": plan["microbatches"], "pp_division": listed(layers),
+              "pipeline_type": GALVATRON_SCHEDULES[plan["schedule"]],
+              "default_dp_type": GALVATRON_DP_TYPES[bases.pop()], "vtp": plan["tp"], "vsp": 0,
+              "vocab_sdp": int(stages[0]["zero"] == 3)}
+    # ZeRO-2 and ZeRO-3 keep gradients sharded only when reduced every micro-batch, as the cost model has them
+    sharded_any = any(dp_types) or config["default_dp_type"] != "ddp" or config["vocab_sdp"]
+    reduce_each = plan["microbatches"] > 1 and bool(sharded_any)
+    settings = {"mixed_precision": train.precision,
+                "sequence_parallel": train.sequence_parallel and plan["tp"] > 1,
+                "async_grad_reduce": not reduce_each}
+    return {"strategy": config, "arguments": settings}
+
+
 def launch_lines(plan: dict, model: Model, train: Training, gpus: int) -> dict:
     """Each launcher's output for ``plan``: ``{"megatron": {"arguments": [...], "gpus": N}}`` or
-    ``{"refused": why}``, and the same for ``"deepspeed"`` with ``"config"``."""
+    ``{"refused": why}``, the same for ``"deepspeed"`` with ``"config"`` and for ``"galvatron"`` with
+    ``"strategy"`` and ``"arguments"``."""
     out: dict = {}
-    for name, make in (("megatron", lambda: megatron_arguments(plan, model, train)),
-                       ("deepspeed", lambda: deepspeed_config(plan, train))):
+    for name, make in (("megatron", lambda: {"arguments": megatron_arguments(plan, model, train)}),
+                       ("deepspeed", lambda: {"config": deepspeed_config(plan, train)}),
+                       ("galvatron", lambda: galvatron_config(plan, model, train))):
         try:
-            out[name] = {"arguments" if name == "megatron" else "config": make(), "gpus": gpus}
+            out[name] = {**make(), "gpus": gpus}
         except CannotExpress as why:
             out[name] = {"refused": str(why)}
     return out

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from yewpy.apps.dnn.cluster import Cluster
 from yewpy.apps.dnn.cost import (
     ZERO3_OVERLAP,
+    ZERO_LAYERS,
     StageTables,
     Training,
     allreduce,
@@ -157,7 +158,10 @@ class StageCosts:
             zs = [0] if (not zs or 0 in zs or "zero" not in tr.fix) else []
         elif 1 in zs and 0 in zs:
             zs.remove(0)  # ZeRO-1 is never slower and always smaller than plain DP
-        hit = self._allowed_cache[sid] = tuple((rc, z) for rc in rcs for z in zs)
+        if tr.zero_layers and sh.replicas > 1 and "zero" not in tr.fix:  # per-layer ZeRO-3 over each base
+            zs += [ZERO_LAYERS + z for z in zs if z < 3]
+        hit = self._allowed_cache[sid] = tuple((rc, z) for rc in rcs for z in zs
+                                               if not (rc == "block" and z >= ZERO_LAYERS))
         return hit
 
     def _stage_options(self, sid: int, part: int | None, lo: int, hi: int, j: int, prev: int | None) -> tuple:
@@ -185,7 +189,7 @@ class StageCosts:
             classes = ((part, prev),)
         else:
             classes = tuple((c, c if j else None) for c in range(len(sh.parts)))
-        recomputes: dict = {}  # ZeRO stage -> layers its "block" option recomputes, over the classes
+        layered: dict = {}  # (recompute, ZeRO) -> layers a per-layer option changes, over the classes
         per_class = []
         for cpart, before in classes:
             cc = self._class_consts(sid, cpart, before)
@@ -203,31 +207,48 @@ class StageCosts:
             fj = infl[j]
             terms = []
             for rc, z in allowed:
-                state, gbuf, touched_f, m_dp, state_e, touched_e = zc[z]
+                base = z - ZERO_LAYERS if z >= ZERO_LAYERS else z
+                state, gbuf, touched_f, m_dp, state_e, touched_e = zc[base]
                 memory = (local - experts) * state + experts * state_e + gbuf
                 if rc == "block":
                     layers = tab.fewest_recomputed(lo, hi, usable - memory, fj)
                     if layers is None:
                         terms.append(None)
                         continue
-                    recomputes[z] = recomputes.get(z, 0) + layers
+                    layered[rc, z] = layered.get((rc, z), 0) + layers
                     tau = tab.partial(tab.time, lo, hi, layers)
                 else:
                     tau = tab.time[rc][hi] - tab.time[rc][lo]
                     memory += (tab.act[rc][hi] - tab.act[rc][lo]) * fj
                     if rc == "full":
                         memory += tab.working_set
-                    if memory > usable:
+                    if z < ZERO_LAYERS and memory > usable:
                         terms.append(None)
                         continue
-                exposed = 0.0
-                if dp_one is not None:
+                exposed = (local - experts) * touched_f + experts * touched_e
+                if z >= ZERO_LAYERS:  # the fewest first layers under ZeRO-3, the rest under ZeRO-base
+                    if dp_one is None:  # a class without replicas (hap mode): nothing to shard
+                        terms.append(None)
+                        continue
+                    state3, gbuf3, touched3_f, _, state3_e, touched3_e = zc[3]
+                    shard = tab.fewest_sharded(lo, hi, memory - usable, state - state3, state_e - state3_e,
+                                               gbuf3)
+                    if shard is None:
+                        terms.append(None)
+                        continue
+                    layered[rc, z] = layered.get((rc, z), 0) + shard
+                    s_dense, s_experts = tab.sharded(lo, hi, shard)
+                    tau += max(0.0, zero3(s_dense, s_experts, shard) - ZERO3_OVERLAP * tau) if shard else 0.0
+                    rest = dp_one(dense - s_dense, experts - s_experts)
+                    dp = rest / 2 * m_dp + rest / 2 if base == 2 else rest
+                    exposed += (max(0.0, dp - tau * 2 / 3) + s_dense * (touched3_f - touched_f)
+                                + s_experts * (touched3_e - touched_e))
+                elif dp_one is not None:
                     if z == 3:
                         tau += max(0.0, collectives - ZERO3_OVERLAP * tau)
                     else:
                         dp = one / 2 * m_dp + one / 2 if z == 2 else one
-                        exposed = max(0.0, dp - tau * 2 / 3)
-                exposed += (local - experts) * touched_f + experts * touched_e
+                        exposed += max(0.0, dp - tau * 2 / 3)
                 terms.append((tau + 2 * p2p, tau + e * p2p, exposed))
             per_class.append(terms)
         out = []
@@ -235,8 +256,9 @@ class StageCosts:
             row = [terms[i] for terms in per_class]
             if any(r is None for r in row):
                 continue
-            if rc == "block" and not recomputes[z] and ("none", z) in allowed:
-                continue  # recomputes nothing: the "none" option itself
+            if ((z >= ZERO_LAYERS or ("none", z) in allowed) and (rc == "block" or z >= ZERO_LAYERS)
+                    and not layered[rc, z]):
+                continue  # changes no layer: the option without per-layer choice, itself allowed
             if sh.mode == "pipe":
                 out.append((row[0][0], row[0][1], row[0][2], rc, z))
             else:
