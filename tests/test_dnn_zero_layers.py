@@ -107,9 +107,11 @@ def test_per_layer_options_match_stage_cost(cluster):
        cluster=st.sampled_from(["dgx-a100-80g:2x4", "dgx-v100-32g:2x4", "dgx-v100-16g:4x2",
                                 "dgx-a100-80g:1x2+dgx-v100-16g:1x2"]),
        mem=st.sampled_from([0.15, 0.25, 0.4, 0.6]), zeros=st.sampled_from([(0, 1, 2, 3), (1,), (0, 2)]))
-# an optimum with per-layer ZeRO that a floor with ZeRO-1's state for the option, or a Jensen term
-# hiding both kinds of traffic at once, would cut
+# optima that a floor with ZeRO-1's state for the option, a Jensen term hiding both kinds of traffic
+# at once, or the line of a whole-stage ZeRO stage in place of the per-layer one, would cut
 @example(layers=8, hidden=4096, batch=128, cluster="dgx-v100-32g:2x4", mem=0.25, zeros=(1,))
+@example(layers=6, hidden=4096, batch=32, cluster="dgx-a100-80g:2x4", mem=0.15, zeros=(0, 2))
+@example(layers=5, hidden=8192, batch=16, cluster="dgx-v100-32g:4x2", mem=0.4, zeros=(1,))
 def test_the_search_with_per_layer_zero_equals_the_exhaustive_tree(layers, hidden, batch, cluster, mem,
                                                                    zeros):
     model = small(layers, hidden)

@@ -168,8 +168,9 @@ class Bounds:
             else:
                 dp = min(per_byte * dense * self.train.grad_bytes, c1 * zero3 * dense)
                 hide = max(2 / 3, c1 * ZERO3_OVERLAP)
-            if any(z >= ZERO_LAYERS for _, z in self._allowed(sid)):
-                dp = 0.0  # per-layer ZeRO hides each kind of traffic its own way: the compute alone
+            if self._per_layer_zero(sid):
+                slope, hide = self._per_layer_line(c1, per_byte, zero3)
+                dp = slope * dense
             ev = c1 * avg + max(0.0, dp - avg * hide)
         if 0 < lo and len(sh.parts) == 1 and c1 >= 1 and self.stage_floors[sid] > -math.inf:
             ev = max(ev, self._suffix_floor(sid, lo, q, c1 * x_lb))  # the whole shape's: _bound_state
@@ -282,7 +283,7 @@ class Bounds:
 
     def _jensen_terms(self, sid: int, i: int) -> tuple:
         """The data-parallel all-reduce of part ``i`` of shape ``sid`` as latency + per-byte seconds,
-        and ZeRO-3's collectives per parameter (None where ZeRO-3 is not allowed), for the bound;
+        and ZeRO-3's collectives per parameter (None where no option shards with ZeRO-3), for the bound;
         cached."""
         hit = self._jensen_cache.get((sid, i))
         if hit is None:
@@ -290,11 +291,24 @@ class Bounds:
             latency = hierarchical_allreduce(0.0, *link)
             per_byte = hierarchical_allreduce(1.0, *link) - latency
             zero3 = None
-            if any(z == 3 for _, z in self._allowed(sid)):
+            if any(z == 3 for _, z in self._allowed(sid)) or self._per_layer_zero(sid):
                 ring = flat_ring(link)
                 zero3 = zero3_collectives(1.0, 0, self.part_table(sid, i).d, ring, self.train.weight_bytes)
             hit = self._jensen_cache[(sid, i)] = (latency, per_byte, zero3)
         return hit
+
+    def _per_layer_line(self, c1: float, per_byte: float, per_param3: float) -> tuple[float, float]:
+        """(a, b) with c1 tau + max(0, a P - b tau) at most the cost of a stage that shards any share
+        of its P dense parameters with ZeRO-3 and all-reduces the rest (per-layer ZeRO), given the
+        data-parallel all-reduce's seconds per byte and ZeRO-3's collectives per parameter, with
+        c1 >= 1: a line below both cases, the rest's all-reduce exposed or hidden (docs/dnn.md)."""
+        o = ZERO3_OVERLAP
+        slope = min(0.6 * per_byte * self.train.grad_bytes, min(0.6 * c1, c1 - 2 / 3) * per_param3)
+        return slope, max(0.6 * c1 * o + 0.4, (c1 - 2 / 3) * o + 2 / 3)
+
+    def _per_layer_zero(self, sid: int) -> bool:
+        """Whether a stage of shape ``sid`` may shard only some layers with ZeRO-3 (``ZERO_LAYERS``)."""
+        return any(z >= ZERO_LAYERS for _, z in self._allowed(sid))
 
     def _minmax(self, tab: StageTables, lo: int, q: int, start: float) -> float:
         """A lower bound on the largest of q contiguous stages over blocks [lo, n) (times without
@@ -380,11 +394,17 @@ class Bounds:
         out = []
         touched: dict = {}  # per ZeRO stage: the optimizer's touched bytes, prefix sums
         for rc, z in self._allowed(sid):
-            if z >= ZERO_LAYERS:  # relaxed to its least time and memory at any count: ZeRO-3's state
-                state, _, touched_f, _, state_e, touched_e = zc[3]
-                steady = c1 * arrays["time_" + rc] + ((params - expert) * touched_f + expert * touched_e) / t
+            if z >= ZERO_LAYERS:  # relaxed to its least memory at any count, ZeRO-3's state, and a time
+                state, _, touched_f, _, state_e, touched_e = zc[3]  # below every count's (_time_floors)
+                times = arrays["time_" + rc]
+                steady = c1 * times + ((params - expert) * touched_f + expert * touched_e) / t
+                terms = ((steady, 0.0),)
+                if sh.replicas > 1 and c1 >= 1:
+                    _, per_byte, per_param3 = self._jensen_terms(sid, 0)
+                    slope, hide = self._per_layer_line(c1, per_byte, per_param3)
+                    terms += ((steady - hide * times + slope * dense / t, 0.0),)
                 working_set = tab.working_set if rc == "full" else 0.0
-                out.append(Mode(((steady, 0.0),), arrays["act_" + rc], working_set, state, state_e, 0.0))
+                out.append(Mode(terms, arrays["act_" + rc], working_set, state, state_e, 0.0))
                 continue
             state, gbuf, touched_f, m_dp, state_e, touched_e = zc[z]
             act = arrays["act_block" if rc == "block" else "act_" + rc]
