@@ -10,6 +10,7 @@ ring/hierarchical all-reduce.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -399,6 +400,14 @@ class StageTables:
         bytes, when a layer's dense and expert parameters each save ``per_dense`` and ``per_expert``
         bytes and any sharding adds ZeRO-3's ``gather`` buffer; None if sharding every layer is not
         enough."""
+        first, end = self.layers(lo, hi)
+        if over <= 0:
+            return 0
+        if self.expert[end] == self.expert[first] and per_dense > 0:  # dense layers: one bisection in C
+            need = self.dense[first] + (over + gather) * self.t / per_dense
+            r = bisect_left(self.dense, need, first + 1, end + 1)
+            return r - first if r <= end else None
+
         def fits(r: int) -> bool:
             dense, expert = self.sharded(lo, hi, r)
             return dense * per_dense + expert * per_expert - (gather if r else 0.0) >= over

@@ -29,6 +29,7 @@ from yewpy.apps.dnn.planner.stage_floor import Mode, StageFloor
 SAFETY = 1.0 - 1e-9  # bounds are shrunk by this factor against rounding
 FLOOR_STEPS = 10  # bisection steps of the stage floor: within 0.05% of its bracket's low end
 PACKING_STEPS = 8  # bisection steps of the packing floor, within its largest block
+PER_LAYER_BUCKETS = 4  # stage-floor modes per per-layer ZeRO option: sharded shares in quarters
 
 
 class Bounds:
@@ -393,18 +394,10 @@ class Bounds:
         zero3 = None
         out = []
         touched: dict = {}  # per ZeRO stage: the optimizer's touched bytes, prefix sums
+        per_rc: dict = {}  # per recompute mode: the per-layer ZeRO modes' cost terms, per bucket
         for rc, z in self._allowed(sid):
-            if z >= ZERO_LAYERS:  # relaxed to its least memory at any count, ZeRO-3's state, and a time
-                state, _, touched_f, _, state_e, touched_e = zc[3]  # below every count's (_time_floors)
-                times = arrays["time_" + rc]
-                steady = c1 * times + ((params - expert) * touched_f + expert * touched_e) / t
-                terms = ((steady, 0.0),)
-                if sh.replicas > 1 and c1 >= 1:
-                    _, per_byte, per_param3 = self._jensen_terms(sid, 0)
-                    slope, hide = self._per_layer_line(c1, per_byte, per_param3)
-                    terms += ((steady - hide * times + slope * dense / t, 0.0),)
-                working_set = tab.working_set if rc == "full" else 0.0
-                out.append(Mode(terms, arrays["act_" + rc], working_set, state, state_e, 0.0))
+            if z >= ZERO_LAYERS:
+                out += self._per_layer_modes(sid, tab, zc, rc, z - ZERO_LAYERS, per_rc)
                 continue
             state, gbuf, touched_f, m_dp, state_e, touched_e = zc[z]
             act = arrays["act_block" if rc == "block" else "act_" + rc]
@@ -422,6 +415,41 @@ class Bounds:
                 scale = (m_dp + 1) / 2 if z == 2 else 1.0
                 terms += ((steady - 2 / 3 * times + scale * dp_byte, scale * latency),)
             out.append(Mode(terms, act, working_set, state, state_e, gbuf))
+        return out
+
+    def _per_layer_modes(self, sid: int, tab: StageTables, zc: dict, rc: str, base: int, per_rc: dict
+                         ) -> list[Mode]:
+        """Option (``rc``, per-layer ZeRO-3 over ZeRO-``base``) as PER_LAYER_BUCKETS floor modes: the
+        mode for a sharded share of the dense parameters in (k/K, (k+1)/K] holds the state of
+        (k+1)/K sharded (and every expert parameter's ZeRO-3 state), and costs at least the steady
+        term, the per-layer line (``_per_layer_line``) and the ZeRO-3 collectives of k/K of its
+        parameters beyond what ``ZERO3_OVERLAP`` of its compute hides (latencies left out). Every
+        count's cost and memory lie above one mode's. The terms depend on ``rc`` alone: cached in
+        ``per_rc`` for the shape's other bases."""
+        state3, gbuf3, touched_f, _, state3_e, touched_e = zc[3]  # the least touched bytes at any count
+        terms = per_rc.get(rc)
+        if terms is None:
+            sh, arrays = self.shapes[sid], tab.arrays()
+            c1, t = sh.c1, tab.t
+            params, expert, dense = arrays["params"], arrays["expert"], arrays["dense"]
+            times = arrays["time_" + rc]
+            steady = c1 * times + ((params - expert) * touched_f + expert * touched_e) / t
+            first: tuple = ((steady, 0.0),)
+            exposed = None
+            if sh.replicas > 1 and c1 >= 1:
+                _, per_byte, per_param3 = self._jensen_terms(sid, 0)
+                slope, hide = self._per_layer_line(c1, per_byte, per_param3)
+                first += ((steady - hide * times + slope * dense / t, 0.0),)
+                exposed = (steady - c1 * ZERO3_OVERLAP * times, c1 * per_param3 * dense / t)
+            terms = per_rc[rc] = [first + ((exposed[0] + k / PER_LAYER_BUCKETS * exposed[1], 0.0),)
+                                  if k and exposed else first for k in range(PER_LAYER_BUCKETS)]
+        act = tab.arrays()["act_" + rc]
+        working_set = tab.working_set if rc == "full" else 0.0
+        out = []
+        for k, mode_terms in enumerate(terms):
+            high = (k + 1) / PER_LAYER_BUCKETS
+            state = zc[base][0] * (1 - high) + state3 * high
+            out.append(Mode(mode_terms, act, working_set, state, state3_e, gbuf3 if k else 0.0))
         return out
 
     def _zero3_prefix(self, sid: int, tab: StageTables) -> np.ndarray:

@@ -9,6 +9,8 @@ prefix[hi] - prefix[lo] + offset over its terms, is at most a cap.
 from libc.stdlib cimport free, malloc
 
 cdef double INF = float("inf")
+cdef enum:
+    MAX_TERMS = 3  # a mode's cost is the largest of at most this many prefix-sum differences
 
 
 cdef inline int _reach(const double* prefix, double limit, int lo, int n) noexcept nogil:
@@ -33,9 +35,9 @@ cdef class StageFloor:
     cdef double* params
     cdef double* expert
     cdef double* inflight
-    cdef double* terms      # per mode: up to two prefix arrays of n + 1
-    cdef double* offsets    # per mode: two offsets
-    cdef int* nterms        # per mode: 1 or 2
+    cdef double* terms      # per mode: up to MAX_TERMS prefix arrays of n + 1
+    cdef double* offsets    # per mode: MAX_TERMS offsets
+    cdef int* nterms        # per mode: 1 to MAX_TERMS
     cdef double* act        # per mode: activation prefix of n + 1
     cdef double* scalars    # per mode: working set, state, expert state, gather
 
@@ -52,8 +54,8 @@ cdef class StageFloor:
         self.params = <double*> malloc(w * sizeof(double))
         self.expert = <double*> malloc(w * sizeof(double))
         self.inflight = <double*> malloc(max(1, self.p) * sizeof(double))
-        self.terms = <double*> malloc(max(1, self.modes) * 2 * w * sizeof(double))
-        self.offsets = <double*> malloc(max(1, self.modes) * 2 * sizeof(double))
+        self.terms = <double*> malloc(max(1, self.modes) * MAX_TERMS * w * sizeof(double))
+        self.offsets = <double*> malloc(max(1, self.modes) * MAX_TERMS * sizeof(double))
         self.nterms = <int*> malloc(max(1, self.modes) * sizeof(int))
         self.act = <double*> malloc(max(1, self.modes) * w * sizeof(double))
         self.scalars = <double*> malloc(max(1, self.modes) * 4 * sizeof(double))
@@ -67,13 +69,13 @@ cdef class StageFloor:
             self.inflight[i] = inflight[i]
         for m, mode in enumerate(modes):
             terms = mode.terms
-            if not 1 <= len(terms) <= 2:
-                raise ValueError("a stage-floor mode has one or two terms")
+            if not 1 <= len(terms) <= MAX_TERMS:
+                raise ValueError(f"a stage-floor mode has 1 to {MAX_TERMS} terms")
             self.nterms[m] = len(terms)
             for k, (prefix, offset) in enumerate(terms):
-                self.offsets[2 * m + k] = offset
+                self.offsets[MAX_TERMS * m + k] = offset
                 for i in range(w):
-                    self.terms[(2 * m + k) * w + i] = prefix[i]
+                    self.terms[(MAX_TERMS * m + k) * w + i] = prefix[i]
             act = mode.act
             for i in range(w):
                 self.act[m * w + i] = act[i]
@@ -111,8 +113,8 @@ cdef class StageFloor:
             for m in range(self.modes):
                 hi = n
                 for k in range(self.nterms[m]):
-                    prefix = self.terms + (2 * m + k) * w
-                    hi = min(hi, _reach(prefix, prefix[pos] + cap - self.offsets[2 * m + k], pos, n))
+                    prefix = self.terms + (MAX_TERMS * m + k) * w
+                    hi = min(hi, _reach(prefix, prefix[pos] + cap - self.offsets[MAX_TERMS * m + k], pos, n))
                 if hi <= best:
                     continue
                 if not self._fits(m, j, pos, hi):
