@@ -56,12 +56,12 @@ def test_fewest_sharded_is_the_least_count_that_saves_enough(layers, lo, width, 
 def test_per_layer_options_match_stage_cost(cluster):
     """Every per-layer ZeRO option of the batched stage arithmetic equals stage_cost (through make),
     on stages of several blocks, for pipe and hap shapes; each shards the fewest layers that fit,
-    and some shard only part of their layers."""
+    some shard only part of their layers, and some also recompute some (fewer than without)."""
     model = small(9)
     search = PlanSearch(model, load_cluster(cluster),
                         Training(32, 1024, memory_fraction=0.3, memory_reserve=0, microbatches=(1, 2),
-                                 zero=(0, 1, 2), zero_layers=True, recompute=("none", "full")))
-    checked = partial = 0
+                                 zero=(0, 1, 2), zero_layers=True, recompute=("none", "full", "block")))
+    checked = partial = both = 0
     for sid, sh in enumerate(search.shapes):
         node = search.start_node(sid)
         g = 0 if sh.mode == "pipe" else None
@@ -85,7 +85,13 @@ def test_per_layer_options_match_stage_cost(cluster):
                     usable = search.train.usable(tab.group)
                     assert cost.memory <= usable * (1 + 1e-12)
                     base = stage_cost(tab, *args[:3], opt[4] - ZERO_LAYERS, *args[4:])
-                    assert (base.memory > usable) == (cost.sharded > 0)  # it shards only where needed
+                    if opt[3] == "block":  # sharding lets it recompute fewer layers than without
+                        assert cost.recomputed <= base.recomputed or base.memory > usable
+                        if cost.sharded:
+                            assert cost.recomputed < base.recomputed or base.memory > usable
+                        both += cost.recomputed > 0 and cost.sharded > 0
+                    else:
+                        assert (base.memory > usable) == (cost.sharded > 0)  # it shards only where needed
                     if cost.sharded > 1:  # one layer fewer does not fit (none: ``base`` above)
                         tr = search.train
                         widths = (tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
@@ -99,7 +105,7 @@ def test_per_layer_options_match_stage_cost(cluster):
                     partial += 0 < cost.sharded < layers
                 assert shards
                 checked += 1
-    assert checked > 10 and partial > 0
+    assert checked > 10 and partial > 0 and both > 0
 
 
 @settings(max_examples=20, deadline=None)
@@ -298,7 +304,7 @@ def test_every_per_layer_option_lies_above_a_stage_floor_mode(layers, hidden, ba
     model = transformer("small", layers=layers, hidden=hidden, heads=16, vocab=32000, seq=1024,
                         experts=experts)
     train = Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4),
-                     recompute=("none", "full"), zero_layers=True)
+                     recompute=("none", "full", "block"), zero_layers=True)
     search = PlanSearch(model, load_cluster(cluster), train)
     checked = 0
     for sid, sh in enumerate(search.shapes):
@@ -329,3 +335,26 @@ def test_every_per_layer_option_lies_above_a_stage_floor_mode(layers, hidden, ba
                         assert below, (sid, lo, hi, j, rc, z)
                         checked += 1
     assert checked
+
+
+def test_galvatron_llama_plan_recomputes_and_shards_some_layers_of_one_stage():
+    """Galvatron's searched plan for a Llama-7B shape on 8 GPUs under 36 GB (Hetu-Galvatron, dev branch,
+    galvatron_config_hidden4096_head32_1nodes_8gpus_per_node_36GB_bf16_[tpconsec_off].json) checkpoints
+    29 of 32 layers and keeps 3 of them off ZeRO-3, in one stage. Under our model, a Llama-7B shape
+    on 16 A100-40GB (2 nodes) in Galvatron's space, pure data parallelism, batch 64: the plan
+    recomputes some but not all layers and shards some but not all with ZeRO-3 (the rest ZeRO-2),
+    2% faster than without per-layer ZeRO, and Galvatron's strategy file says both per layer."""
+    model = transformer("llama-7b-like", layers=32, hidden=4096, heads=32, vocab=32000, seq=2048, ffn=11008,
+                        swiglu=True, bias=False, tied=False, positions=False)
+    seconds = {}
+    for layered in (False, True):
+        train = restrict(Training(64, 2048, fix={"tp": 1, "pp": 1}, recompute=("none", "full", "block"),
+                                  zero=(0, 2, 3), zero_layers=layered), "galvatron")
+        extras = plan(model, load_cluster("dgx-a100-40g:2x8"), train, top=1).extras
+        seconds[layered] = extras["predicted"]["iteration_seconds"]
+    stage = extras["plan"]["stages"][0]
+    assert stage["recompute"] == "block" and 0 < stage["recomputed_layers"] < 32, stage
+    assert stage["zero"] == 2 and 0 < stage["zero3_layers"] < 32, stage
+    assert seconds[False] > 1.02 * seconds[True]
+    read = _galvatron_reads_the_plan(extras, model, train)
+    assert 0 < sum(read["stages"][0]["checkpoint"]) < 32 and 0 < sum(read["stages"][0]["zero3"]) < 32

@@ -414,6 +414,48 @@ class StageTables:
 
         return self._fewest_layers(lo, hi, fits)
 
+    def recompute_and_shard(self, lo: int, hi: int, over: float, inflight: float, per_dense: float,
+                            per_expert: float, gather: float, collectives) -> tuple[int, int] | None:
+        """Per-layer recomputation and per-layer ZeRO-3 in one stage: (r, s), the first r layers of
+        [lo, hi) recomputed and the first s sharded, for a stage ``over`` bytes above its memory with
+        neither (activations at ``inflight`` micro-batches). ZeRO-3's traffic costs nothing while
+        ``ZERO3_OVERLAP`` of the compute hides it (``collectives(s)``, seconds), so r is the fewest
+        layers whose recomputation, with the sharding hidden behind the stage's compute then, fits;
+        s is then the fewest that fit. Where no r does, every layer is recomputed and s is the fewest
+        that fit; None if none does."""
+        first, end = self.layers(lo, hi)
+        layers = end - first
+        act0 = self.partial(self.act, lo, hi, 0) * inflight
+
+        def act_saving(r: int) -> float:
+            return act0 - self.partial(self.act, lo, hi, r) * inflight - (self.working_set if r else 0.0)
+
+        def shard_saving(s: int) -> float:
+            dense, expert = self.sharded(lo, hi, s)
+            return dense * per_dense + expert * per_expert - (gather if s else 0.0)
+
+        def hidden(r: int) -> int:  # the most layers whose ZeRO-3 traffic r recomputed layers hide
+            tau = ZERO3_OVERLAP * self.partial(self.time, lo, hi, r)
+            low, high = 0, layers + 1  # collectives(low) <= tau < collectives(high)
+            while high - low > 1:
+                mid = (low + high) // 2
+                if collectives(mid) <= tau:
+                    low = mid
+                else:
+                    high = mid
+            return low
+
+        def fits(r: int) -> bool:
+            return act_saving(r) + max(0.0, shard_saving(hidden(r))) >= over
+
+        if layers < 1:
+            return None
+        r = self._fewest_layers(lo, hi, fits)
+        if r is None:
+            r = layers
+        s = self.fewest_sharded(lo, hi, over - act_saving(r), per_dense, per_expert, gather)
+        return None if s is None else (r, s)
+
     def _fewest_layers(self, lo: int, hi: int, fits) -> int | None:
         """The least r in [0, layers of [lo, hi)] with ``fits(r)``, None if none; ``fits`` is
         monotone from r = 1 on (r = 0 may fit where 1 does not): bisection."""
@@ -479,11 +521,31 @@ def stage_cost(
     if zero == 3:
         memory += tab.gather_buffer / t * train.weight_bytes
     in_flight = inflight(schedule, j, p, m, v, k)
-    layers = 0
+    room = train.usable(tab.group)
+    gather = tab.gather_buffer / t * train.weight_bytes
+    saving_dense = per_param(base, d) - per_param(3, d)
+    saving_experts = per_param(base, r) - per_param(3, r)
+    first, end = tab.layers(lo, hi)
+    layers = sharded = 0
+    both = None  # per-layer recomputation and per-layer ZeRO-3 together: (r, s)
+    if rc == "block" and zero >= ZERO_LAYERS:
+        over = memory + tab.partial(tab.act, lo, hi, 0) * in_flight - room
+        ring = flat_ring(dp_link)
+
+        def collectives(s: int) -> float:
+            dense_s, experts_s = tab.sharded(lo, hi, s)
+            out = zero3_collectives(dense_s, s, d, ring, train.weight_bytes) if s else 0.0
+            if experts_s and r > 1:
+                out += zero3_collectives(experts_s, s, r, tab.expert_ring, train.weight_bytes)
+            return out
+
+        both = tab.recompute_and_shard(lo, hi, over, in_flight, saving_dense, saving_experts, gather,
+                                       collectives)
+        layers, sharded = both if both else (end - first, end - first)  # None: over memory even so
     if rc == "block":
-        first, end = tab.layers(lo, hi)
-        fewest = tab.fewest_recomputed(lo, hi, train.usable(tab.group) - memory, in_flight)
-        layers = end - first if fewest is None else fewest  # None: over memory even so
+        if both is None and zero < ZERO_LAYERS:
+            fewest = tab.fewest_recomputed(lo, hi, room - memory, in_flight)
+            layers = end - first if fewest is None else fewest  # None: over memory even so
         tau = tab.partial(tab.time, lo, hi, layers)
         flops = tab.partial(tab.flops, lo, hi, layers)
         memory += tab.partial(tab.act, lo, hi, layers) * in_flight + (tab.working_set if layers else 0.0)
@@ -493,15 +555,11 @@ def stage_cost(
         memory += (tab.act[rc][hi] - tab.act[rc][lo]) * in_flight
         if rc == "full":
             memory += tab.working_set
-    sharded, sharded_dense, sharded_experts = 0, 0.0, 0.0  # per-layer ZeRO: the layers under ZeRO-3
+    sharded_dense, sharded_experts = 0.0, 0.0  # per-layer ZeRO: the layers under ZeRO-3
     if zero >= ZERO_LAYERS:
-        first, end = tab.layers(lo, hi)
-        gather = tab.gather_buffer / t * train.weight_bytes
-        saving_dense = per_param(base, d) - per_param(3, d)
-        saving_experts = per_param(base, r) - per_param(3, r)
-        room = train.usable(tab.group)
-        fewest = tab.fewest_sharded(lo, hi, memory - room, saving_dense, saving_experts, gather)
-        sharded = end - first if fewest is None else fewest  # None: over memory even so
+        if rc != "block":
+            fewest = tab.fewest_sharded(lo, hi, memory - room, saving_dense, saving_experts, gather)
+            sharded = end - first if fewest is None else fewest  # None: over memory even so
         sharded_dense, sharded_experts = tab.sharded(lo, hi, sharded)
         memory -= sharded_dense * saving_dense + sharded_experts * saving_experts
         if sharded:

@@ -432,7 +432,7 @@ class Bounds:
             sh, arrays = self.shapes[sid], tab.arrays()
             c1, t = sh.c1, tab.t
             params, expert, dense = arrays["params"], arrays["expert"], arrays["dense"]
-            times = arrays["time_" + rc]
+            times = arrays["time_" + ("none" if rc == "block" else rc)]  # block: its least, as below
             steady = c1 * times + ((params - expert) * touched_f + expert * touched_e) / t
             first: tuple = ((steady, 0.0),)
             exposed = None
@@ -443,8 +443,8 @@ class Bounds:
                 exposed = (steady - c1 * ZERO3_OVERLAP * times, c1 * per_param3 * dense / t)
             terms = per_rc[rc] = [first + ((exposed[0] + k / PER_LAYER_BUCKETS * exposed[1], 0.0),)
                                   if k and exposed else first for k in range(PER_LAYER_BUCKETS)]
-        act = tab.arrays()["act_" + rc]
-        working_set = tab.working_set if rc == "full" else 0.0
+        act = tab.arrays()["act_block" if rc == "block" else "act_" + rc]
+        working_set = tab.working_set if rc == "full" else 0.0  # block: none where it recomputes none
         out = []
         for k, mode_terms in enumerate(terms):
             high = (k + 1) / PER_LAYER_BUCKETS

@@ -160,8 +160,7 @@ class StageCosts:
             zs.remove(0)  # ZeRO-1 is never slower and always smaller than plain DP
         if tr.zero_layers and sh.replicas > 1 and "zero" not in tr.fix:  # per-layer ZeRO-3 over each base
             zs += [ZERO_LAYERS + z for z in zs if z < 3]
-        hit = self._allowed_cache[sid] = tuple((rc, z) for rc in rcs for z in zs
-                                               if not (rc == "block" and z >= ZERO_LAYERS))
+        hit = self._allowed_cache[sid] = tuple((rc, z) for rc in rcs for z in zs)
         return hit
 
     def _stage_options(self, sid: int, part: int | None, lo: int, hi: int, j: int, prev: int | None) -> tuple:
@@ -190,6 +189,7 @@ class StageCosts:
         else:
             classes = tuple((c, c if j else None) for c in range(len(sh.parts)))
         layered: dict = {}  # (recompute, ZeRO) -> layers a per-layer option changes, over the classes
+        paired: dict = {}  # ("block", per-layer ZeRO) -> [layers recomputed, sharded], over the classes
         per_class = []
         for cpart, before in classes:
             cc = self._class_consts(sid, cpart, before)
@@ -210,7 +210,27 @@ class StageCosts:
                 base = z - ZERO_LAYERS if z >= ZERO_LAYERS else z
                 state, gbuf, touched_f, m_dp, state_e, touched_e = zc[base]
                 memory = (local - experts) * state + experts * state_e + gbuf
-                if rc == "block":
+                shard = None
+                if rc == "block" and z >= ZERO_LAYERS:  # both per layer (see recompute_and_shard)
+                    if dp_one is None:
+                        terms.append(None)
+                        continue
+                    state3, gbuf3, _, _, state3_e, _ = zc[3]
+                    over = memory + tab.partial(tab.act, lo, hi, 0) * fj - usable
+                    def shard_traffic(s: int, tab: StageTables = tab, zero3: Callable = zero3) -> float:
+                        return zero3(*tab.sharded(lo, hi, s), s)
+
+                    both = tab.recompute_and_shard(lo, hi, over, fj, state - state3, state_e - state3_e,
+                                                   gbuf3, shard_traffic)
+                    if both is None:
+                        terms.append(None)
+                        continue
+                    layers, shard = both
+                    counts = paired.setdefault((rc, z), [0, 0])
+                    counts[0] += layers
+                    counts[1] += shard
+                    tau = tab.partial(tab.time, lo, hi, layers)
+                elif rc == "block":
                     layers = tab.fewest_recomputed(lo, hi, usable - memory, fj)
                     if layers is None:
                         terms.append(None)
@@ -231,12 +251,13 @@ class StageCosts:
                         terms.append(None)
                         continue
                     state3, gbuf3, touched3_f, _, state3_e, touched3_e = zc[3]
-                    shard = tab.fewest_sharded(lo, hi, memory - usable, state - state3, state_e - state3_e,
-                                               gbuf3)
                     if shard is None:
-                        terms.append(None)
-                        continue
-                    layered[rc, z] = layered.get((rc, z), 0) + shard
+                        shard = tab.fewest_sharded(lo, hi, memory - usable, state - state3,
+                                                   state_e - state3_e, gbuf3)
+                        if shard is None:
+                            terms.append(None)
+                            continue
+                        layered[rc, z] = layered.get((rc, z), 0) + shard
                     s_dense, s_experts = tab.sharded(lo, hi, shard)
                     tau += max(0.0, zero3(s_dense, s_experts, shard) - ZERO3_OVERLAP * tau) if shard else 0.0
                     rest = dp_one(dense - s_dense, experts - s_experts)
@@ -256,7 +277,12 @@ class StageCosts:
             row = [terms[i] for terms in per_class]
             if any(r is None for r in row):
                 continue
-            if ((z >= ZERO_LAYERS or ("none", z) in allowed) and (rc == "block" or z >= ZERO_LAYERS)
+            if (rc, z) in paired:  # recomputes or shards none: an option of one choice alone, if allowed
+                recomputed, sharded = paired[rc, z]
+                if ((not recomputed and ("none", z) in allowed)
+                        or (not sharded and (rc, z - ZERO_LAYERS) in allowed)):
+                    continue
+            elif ((z >= ZERO_LAYERS or ("none", z) in allowed) and (rc == "block" or z >= ZERO_LAYERS)
                     and not layered[rc, z]):
                 continue  # changes no layer: the option without per-layer choice, itself allowed
             if sh.mode == "pipe":
