@@ -97,6 +97,20 @@ def _decoder_only(model: Model) -> bool:
         and bool(meta.get("vocab"))
 
 
+def _one_layout_refusal(plan: dict, no_compression: str) -> str | None:
+    """Why a launcher with one micro-batch, tp and dp for every replica and plain sends between stages
+    cannot run ``plan``, or None (``no_compression`` ends the compression refusal)."""
+    if plan["mode"] == "hap":
+        return "it gives replicas on different GPU types different micro-batch shares"
+    if isinstance(plan["tp"], list):
+        return "its device groups use different tensor-parallel degrees"
+    if isinstance(plan["dp"], list):
+        return _UNEVEN_DP
+    if any(s.get("wan", {}).get("compression", 1) > 1 for s in plan["stages"]):
+        return f"it compresses activations between sites (FusionLLM's top-k), which {no_compression}"
+    return None
+
+
 def megatron_model_refusal(model: Model) -> str | None:
     """Why ``model`` is not one Megatron-LM's ``pretrain_gpt.py`` builds, or None."""
     if not _decoder_only(model):
@@ -106,18 +120,9 @@ def megatron_model_refusal(model: Model) -> str | None:
 
 def megatron_refusal(plan: dict, model: Model, train: Training) -> str | None:
     """Why Megatron-LM cannot run ``plan`` as chosen, or None."""
-    why = megatron_model_refusal(model)
+    why = megatron_model_refusal(model) or _one_layout_refusal(plan, "Megatron-LM's pipeline sends do not")
     if why:
         return why
-    if plan["mode"] == "hap":
-        return "it gives replicas on different GPU types different micro-batch shares"
-    if isinstance(plan["tp"], list):
-        return "its device groups use different tensor-parallel degrees"
-    if isinstance(plan["dp"], list):
-        return _UNEVEN_DP
-    if any(s.get("wan", {}).get("compression", 1) > 1 for s in plan["stages"]):
-        return ("it compresses activations between sites (FusionLLM's top-k), which Megatron-LM's "
-                "pipeline sends do not")
     if plan["schedule"] == "terapipe":
         return ("Megatron-LM has no token-level pipelining (TeraPipe slices each sequence; its own "
                 "runtime, github.com/zhuohan123/terapipe, runs it)")
@@ -261,14 +266,9 @@ def galvatron_refusal(plan: dict, model: Model, train: Training) -> str | None:
     if not _decoder_only(model):
         return (f"{model.name} is not a decoder-only transformer (yewpy writes Galvatron strategies for GPT "
                 "models)")
-    if plan["mode"] == "hap":
-        return "it gives replicas on different GPU types different micro-batch shares"
-    if isinstance(plan["tp"], list):
-        return "its device groups use different tensor-parallel degrees"
-    if isinstance(plan["dp"], list):
-        return _UNEVEN_DP
-    if any(s.get("wan", {}).get("compression", 1) > 1 for s in plan["stages"]):
-        return "it compresses activations between sites (FusionLLM's top-k), which Galvatron does not"
+    why = _one_layout_refusal(plan, "Galvatron does not")
+    if why:
+        return why
     if plan["schedule"] not in GALVATRON_SCHEDULES:
         return f"Galvatron has no {plan['schedule']} schedule (GPipe and 1F1B, its pipedream_flush, only)"
     if plan.get("cp", 1) > 1 or plan.get("ep", 1) > 1:
