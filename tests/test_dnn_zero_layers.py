@@ -269,6 +269,10 @@ def test_galvatron_runs_per_layer_sharding_and_checkpointing():
     ({"first": {"zero": 3}}, "vocab_sdp"),
     ({"mode": "hap"}, "micro-batch shares"),
     ({"dp": [4, 2]}, "data-parallel degree"),
+    ({"schedule": "kfkb", "group_size": 2}, "no kfkb schedule"),
+    ({"last": {"wan": {"compression": 10.0}}}, "compresses activations"),
+    ({"first": {"blocks": [0, 1]}, "second": {"blocks": [1, 21]}}, "holds no transformer layer"),
+    ({"model": "t5"}, "not a decoder-only transformer"),
 ])
 def test_galvatron_refuses_what_its_strategy_file_cannot_say(change, says):
     stages = [{"blocks": [lo, hi], "recompute": "none", "zero": 2}
@@ -281,8 +285,13 @@ def test_galvatron_refuses_what_its_strategy_file_cannot_say(change, says):
     for key, value in change.items():
         if key in ("stage", "first"):
             stages[0].update(value)
+        elif key == "second":
+            stages[1].update(value)
         elif key == "last":
             stages[-1].update(value)
+        elif key == "model":
+            model = transformer("t5-like", layers=20, hidden=1024, heads=16, vocab=32000, seq=512,
+                                decoder_layers=20)
         else:
             chosen[key] = value
     assert says in galvatron_refusal(chosen, model, train)
