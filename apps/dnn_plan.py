@@ -380,17 +380,19 @@ def _recompute(stage: dict) -> str:
     """A stage's recomputation; ``block:N``: per-layer, its first N layers (per class in hap mode)."""
     if stage["recompute"] != "block":
         return stage["recompute"]
-    layers = stage["recomputed_layers"]
-    return f"block:{layers if isinstance(layers, int) else '/'.join(map(str, layers))}"
+    return f"block:{_per_class(stage['recomputed_layers'])}"
+
+
+def _per_class(layers: int | list[int]) -> str:
+    """A per-layer count: one, or one per class in hap mode, joined by ``/``."""
+    return str(layers) if isinstance(layers, int) else "/".join(map(str, layers))
 
 
 def _zero(stage: dict) -> str:
     """A stage's ZeRO stage; ``B+3:N``: per-layer, its first N layers under ZeRO-3 and the rest under B
     (N per class in hap mode)."""
     layers = stage.get("zero3_layers")
-    if layers is None:
-        return str(stage["zero"])
-    return f"{stage['zero']}+3:{layers if isinstance(layers, int) else '/'.join(map(str, layers))}"
+    return str(stage["zero"]) if layers is None else f"{stage['zero']}+3:{_per_class(layers)}"
 
 
 def _wan(stage: dict) -> str:

@@ -58,11 +58,6 @@ def zero_base(z: int) -> int:
     return z - ZERO_LAYERS if z >= ZERO_LAYERS else z
 
 
-def zero_name(z: int) -> str:
-    """A ZeRO option as users write it: ``0``-``3``, or ``b+3`` for per-layer ZeRO-3 over ZeRO-b."""
-    return f"{z - ZERO_LAYERS}+3" if z >= ZERO_LAYERS else str(z)
-
-
 @dataclass(frozen=True)
 class Training:
     """What the user trains with and what the planner may use."""
@@ -517,12 +512,19 @@ def stage_cost(
     def per_param(z: int, replicas: int) -> float:
         return state_bytes_per_param(z, replicas, train.weight_bytes, train.grad_bytes, train.optimizer_bytes)
 
+    def zero3_traffic(dense_p: float, experts_p: float, blocks: int) -> float:
+        """ZeRO-3's collectives per micro-batch for these parameters in ``blocks`` blocks."""
+        out = zero3_collectives(dense_p, blocks, d, flat_ring(dp_link), train.weight_bytes)
+        if experts_p and r > 1:
+            out += zero3_collectives(experts_p, blocks, r, tab.expert_ring, train.weight_bytes)
+        return out
+
+    gather = tab.gather_buffer / t * train.weight_bytes
     memory = (local - experts) * per_param(base, d) + experts * per_param(base, r)
     if zero == 3:
-        memory += tab.gather_buffer / t * train.weight_bytes
+        memory += gather
     in_flight = inflight(schedule, j, p, m, v, k)
     room = train.usable(tab.group)
-    gather = tab.gather_buffer / t * train.weight_bytes
     saving_dense = per_param(base, d) - per_param(3, d)
     saving_experts = per_param(base, r) - per_param(3, r)
     first, end = tab.layers(lo, hi)
@@ -530,17 +532,8 @@ def stage_cost(
     both = None  # per-layer recomputation and per-layer ZeRO-3 together: (r, s)
     if rc == "block" and zero >= ZERO_LAYERS:
         over = memory + tab.partial(tab.act, lo, hi, 0) * in_flight - room
-        ring = flat_ring(dp_link)
-
-        def collectives(s: int) -> float:
-            dense_s, experts_s = tab.sharded(lo, hi, s)
-            out = zero3_collectives(dense_s, s, d, ring, train.weight_bytes) if s else 0.0
-            if experts_s and r > 1:
-                out += zero3_collectives(experts_s, s, r, tab.expert_ring, train.weight_bytes)
-            return out
-
         both = tab.recompute_and_shard(lo, hi, over, in_flight, saving_dense, saving_experts, gather,
-                                       collectives)
+                                       lambda s: zero3_traffic(*tab.sharded(lo, hi, s), s))
         layers, sharded = both if both else (end - first, end - first)  # None: over memory even so
     if rc == "block":
         if both is None and zero < ZERO_LAYERS:
@@ -569,17 +562,12 @@ def stage_cost(
     if d > 1:
         dense = (tab.dense[hi] - tab.dense[lo]) / t
         if zero == 3:  # every micro-batch gathers and reduce-scatters; what compute does not hide
-            sharded, sharded_dense, sharded_experts = 0, dense, experts
-            sharded_blocks = hi - lo
+            sharded_dense, sharded_experts, sharded_blocks = dense, experts, hi - lo
         else:
             sharded_blocks = sharded
         if sharded_blocks:
-            ring = flat_ring(dp_link)
-            collectives = zero3_collectives(sharded_dense, sharded_blocks, d, ring, train.weight_bytes)
-            if sharded_experts and r > 1:
-                collectives += zero3_collectives(sharded_experts, sharded_blocks, r, tab.expert_ring,
-                                                 train.weight_bytes)
-            tau += max(0.0, collectives - ZERO3_OVERLAP * tau)
+            traffic = zero3_traffic(sharded_dense, sharded_experts, sharded_blocks)
+            tau += max(0.0, traffic - ZERO3_OVERLAP * tau)
         if zero != 3:
             one = hierarchical_allreduce((dense - sharded_dense) * train.grad_bytes, *dp_link)
             if experts - sharded_experts and r > 1:
