@@ -36,8 +36,8 @@ def test_validate_prints_every_published_run_against_its_prediction():
     errors = [abs(row["error"]) for row in rows]
     assert data["summary"]["all"]["median_abs_error"] == pytest.approx(statistics.median(errors))
     assert data["summary"]["all"]["max_abs_error"] == pytest.approx(max(errors))
-    # The issue's goal: a median of 5% at most, met (4.4%; 4.3% over the held-out runs alone); and
-    # no run over 15%, not met (18.6%: MT-NLG and BLOOM at tp 8, docs/dnn.md), guarded at 20%.
+    # The issue's goal: a median of 5% at most, met (4.1%; 4.2% over the held-out runs alone); and
+    # no run over 15%, not met (18.6%: MT-NLG's three runs, docs/dnn.md), guarded at 20%.
     held_out = [abs(row["error"]) for row in rows if row["held_out"]]
     assert statistics.median(errors) <= 0.05 and statistics.median(held_out) <= 0.05 and max(errors) < 0.20
     text = _cli("--validate").stdout
@@ -51,6 +51,20 @@ def test_the_fitted_overlap_is_chosen_without_the_held_out_runs():
     best, sums = published.fit_tp_overlap(predict)
     assert best == published.TP_COMM_OVERLAP
     assert best == min(sums, key=lambda o: sums[o][0])      # the calibration half alone decides
+
+
+def test_bloom_at_tp_8_is_slower_than_at_tp_4_by_about_the_published_margin():
+    # BLOOM's topology benchmarks: tp 8 ran 121.63 s, tp 4 102.03 s (same 64 heads), 19% slower. With
+    # Jean Zay's four NVLink links per GPU the model predicts 12%; with a DGX A100's twelve, 2%.
+    runs = {run.id: run for run in published.runs()}
+    tp8, tp4 = runs["176B tp 8"], runs["176B 64 heads"]
+
+    def predict(run):
+        return plan(run.model, run.cluster, run.training(), top=1).objective
+
+    published_ratio = tp8.seconds / tp4.seconds
+    assert published_ratio == pytest.approx(1.192, abs=1e-3)
+    assert abs(predict(tp8) / predict(tp4) - published_ratio) < 0.08
 
 
 def test_tp_overlap_hides_tensor_parallel_communication_only():

@@ -85,9 +85,13 @@ def _h100(gpus: int) -> Cluster:
 
 
 def _omni_path(gpus: int) -> Cluster:
-    """BLOOM's Jean Zay nodes: 8 A100 80GB on NVLink, 4 Omni-Path links of 100 Gb/s per node."""
+    """BLOOM's Jean Zay nodes: 8 A100 80GB "using NVLink 4 inter-gpu connects, 4 OmniPath links"
+    (the BigScience model cards' Hardware line, e.g. bigscience/bloomz), read as four NVLink 3 links
+    of 25 GB/s per direction on each GPU, where a DGX A100's NVSwitch gives it twelve, and four
+    Omni-Path links of 100 Gb/s per node."""
     cluster = _a100(gpus)
-    return Cluster([dataclasses.replace(g, inter_bandwidth=4 * 12.5e9 / 8) for g in cluster.groups])
+    return Cluster([dataclasses.replace(g, intra_bandwidth=4 * 25e9, inter_bandwidth=4 * 12.5e9 / 8)
+                    for g in cluster.groups])
 
 
 def _korthikanti() -> list[Run]:
