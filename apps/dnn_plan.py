@@ -236,6 +236,7 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
         recompute=listed(args.recompute, RECOMPUTE, "recompute"),
         zero=tuple(z for z in zeros if z != "layers"),
         zero_layers="layers" in zeros,
+        tp_layers=args.tp_layers,
         schedules=schedules,
         max_tp=args.max_tp,
         max_cp=max_cp,
@@ -350,6 +351,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wan-compression", default="1", metavar="R[,R...]",
                         help="top-k ratios allowed on links between sites (FusionLLM's compression of "
                              "activations and their gradients; lossy, so only 1, none, by default)")
+    parser.add_argument("--tp-layers", action="store_true",
+                        help="per-layer tensor parallelism (Galvatron): a stage may run its fewest first "
+                             "layers that let it fit at twice its TP degree and half its data-parallel "
+                             "degree; only Galvatron runs such plans")
     parser.add_argument("--stage-replication", action="store_true",
                         help="let pipeline stages differ in data-parallel degree (DAPPLE's per-stage "
                              "replication; neither Megatron-LM nor DeepSpeed runs such plans)")
@@ -393,6 +398,13 @@ def _zero(stage: dict) -> str:
     (N per class in hap mode)."""
     layers = stage.get("zero3_layers")
     return str(stage["zero"]) if layers is None else f"{stage['zero']}+3:{_per_class(layers)}"
+
+
+def _tp(stage: dict) -> str:
+    """A stage's TP degree; ``T+W:N``: per-layer, its first N layers at degree W and the rest at T."""
+    if "wide_tp_layers" not in stage:
+        return str(stage["tp"])
+    return f"{stage['tp']}+{stage['wide_tp']}:{stage['wide_tp_layers']}"
 
 
 def _wan(stage: dict) -> str:
@@ -441,7 +453,7 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     ]
     for j, s in enumerate(p["stages"]):
         lines.append(
-            f"  stage {j}: blocks {s['blocks'][0]}..{s['blocks'][1] - 1} on {s['group']} tp={s['tp']}"
+            f"  stage {j}: blocks {s['blocks'][0]}..{s['blocks'][1] - 1} on {s['group']} tp={_tp(s)}"
             f"{_replication(s)} "
             f"recompute={_recompute(s)} zero={_zero(s)} {_stage_time(s)}, "
             f"{s['memory_gb']:.2f}/{s['capacity_gb']:.2f} GiB{_wan(s)}"

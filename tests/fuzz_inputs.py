@@ -1465,6 +1465,8 @@ def cases_dnn_cli(rng: random.Random, folder: Path, count: int):
                 "--top", "1", "--json"]
         if k % 3 == 0:  # the per-layer options: ZeRO-3 by layer (Galvatron-BMW) and recomputation by layer
             argv += ["--zero", "0,1,2,3,layers", "--recompute", "none,selective,full,block"]
+        if k % 3 == 1:  # and TP degree by layer (Galvatron)
+            argv.append("--tp-layers")
         both = next((e for e in (m_expect, c_expect) if isinstance(e, Invalid)), m_expect)
         yield (argv, [str(model)], both,
                lambda a=argv, m=m_expect, c=c_expect, p=str(model), cp=c_arg: judge_dnn_cli(a, m, c, p, cp))

@@ -30,11 +30,11 @@ def read(strategy: dict, arguments: dict, world: int, layers: int) -> dict:
     assert strategy["default_dp_type"] in ("ddp", "zero2", "zero3")
     assert strategy["vocab_sdp"] in (0, 1)
     assert arguments["mixed_precision"] in ("fp32", "fp16", "bf16")
-    dp = world // pp // tp[0]
+    dp = world // pp // strategy["vtp"]  # the embedding's: a layer of tp T has world // pp // T replicas
     assert strategy["global_bsz"] % (dp * strategy["chunks"]) == 0
     stages, at = [], 0
     for count in division:
-        stages.append({"layers": count, "tp": tp[at],
+        stages.append({"layers": count, "tp": tp[at], "layer_tp": tp[at:at + count],
                        "zero3": dp_types[at:at + count], "checkpoint": ckpt[at:at + count]})
         at += count
     return {"pp": pp, "dp": dp, "microbatch": strategy["global_bsz"] // dp // strategy["chunks"],

@@ -6,6 +6,7 @@ import json
 import math
 import re
 import subprocess
+from dataclasses import replace
 
 import pytest
 from dnn_oracle import brute_force, small_model
@@ -238,22 +239,27 @@ def test_seed_limits_are_plans_of_their_shapes(layers, hidden, batch, cluster, m
 
 
 @pytest.mark.parametrize(
-    "layers, cluster, batch, mem",
+    "layers, cluster, batch, mem, tp_layers",
     [
-        (4, "dgx-a100-80g:1x2+dgx-v100-16g:1x2", 8, 0.9),  # pipe stages on two groups, and hap
-        (3, "dgx-a100-80g:1x2+dgx-v100-16g:1x2", 16, 0.3),  # memory-starved: options drop out
-        (8, "dgx-a100-80g:2x4", 64, 0.9),
-        (5, "dgx-a100-80g:1x4+dgx-v100-32g:1x4", 32, 0.9),
+        (4, "dgx-a100-80g:1x2+dgx-v100-16g:1x2", 8, 0.9, False),  # pipe stages on two groups, and hap
+        (3, "dgx-a100-80g:1x2+dgx-v100-16g:1x2", 16, 0.3, False),  # memory-starved: options drop out
+        (8, "dgx-a100-80g:2x4", 64, 0.9, False),
+        (5, "dgx-a100-80g:1x4+dgx-v100-32g:1x4", 32, 0.9, False),
+        (5, "dgx-v100-16g:2x4", 32, 0.1, True),  # per-layer TP's options among them
     ],
 )
-def test_exhaustive_node_count_is_exact(layers, cluster, batch, mem):
+def test_exhaustive_node_count_is_exact(layers, cluster, batch, mem, tp_layers):
     """The combinatorial count (treecount.py) equals a real --exhaustive enumeration's node count."""
     model = small_model(layers, 2048)
-    train = Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4))
+    train = Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4),
+                     tp_layers=tp_layers)
     walked = ExhaustivePlanSearch(model, load_cluster(cluster), train).search(prune_level=False).nodes
     counted = exhaustive_nodes(PlanSearch(model, load_cluster(cluster), train))
     assert counted == walked
     assert exhaustive_nodes(PlanSearch(model, load_cluster(cluster), train), filtered=False) > counted
+    if tp_layers:  # the widened options are in the tree
+        narrow = replace(train, tp_layers=False)
+        assert counted > exhaustive_nodes(PlanSearch(model, load_cluster(cluster), narrow))
 
 
 @pytest.mark.parametrize("experts", [0, 2])

@@ -101,15 +101,17 @@ def test_compiled_cut_matches_brute_force(data, n, p, modes):
     zero=st.sampled_from(ZERO_SETS),
     schedules=st.sampled_from([("1f1b",), ("1f1b", "interleaved", "kfkb", "gpipe")]),
     per_layer_zero=st.booleans(),
+    per_layer_tp=st.booleans(),
 )
 def test_floor_never_exceeds_a_shapes_best(layers, hidden, experts, batch, cluster, mem, recompute, zero,
-                                           schedules, per_layer_zero):
+                                           schedules, per_layer_zero, per_layer_tp):
     """Every shape's start bound is at most the best plan the exhaustive tree finds in it, and BnB
     with the floor finds the exhaustive optimum: the floor prunes nothing the answer needs."""
     model = transformer("small", layers=layers, hidden=hidden, heads=16, vocab=32000, seq=1024,
                         experts=experts)
     train = Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4),
-                     recompute=recompute, zero=zero, schedules=schedules, zero_layers=per_layer_zero)
+                     recompute=recompute, zero=zero, schedules=schedules, zero_layers=per_layer_zero,
+                     tp_layers=per_layer_tp)
     search = PlanSearch(model, load_cluster(cluster), train, top=3)
     exhaustive = ExhaustivePlanSearch(model, load_cluster(cluster), train)
     oracle = exhaustive.search(prune_level=False)

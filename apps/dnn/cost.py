@@ -51,11 +51,29 @@ ZERO3_OVERLAP = 0.8
 #: the fewest of a stage's transformer layers that let it fit under ZeRO-3, first layers first, and
 #: the rest under ZeRO-b (b = 0, 1, 2); searched only when asked for (``Training.zero_layers``)
 ZERO_LAYERS = 4
+#: per-layer tensor parallelism (Galvatron's per-layer TP degrees): option code TP_LAYERS + b runs the
+#: fewest of a stage's transformer layers that let it fit at twice the shape's TP degree and half its
+#: data-parallel degree (each TP group then takes twice the samples), first layers first, every layer
+#: under ZeRO-b (b = 0, 1, 2); searched only when asked for (``Training.tp_layers``)
+TP_LAYERS = 8
 
 
 def zero_base(z: int) -> int:
-    """The ZeRO stage of a stage option's unsharded layers: ``z`` itself, or b for per-layer code 4 + b."""
+    """The ZeRO stage of a stage option's unsharded layers: ``z`` itself, or b for per-layer codes 4 + b
+    and 8 + b."""
+    if z >= TP_LAYERS:
+        return z - TP_LAYERS
     return z - ZERO_LAYERS if z >= ZERO_LAYERS else z
+
+
+def per_layer_zero(z: int) -> bool:
+    """Whether option code ``z`` shards some layers with ZeRO-3 and not others (``ZERO_LAYERS``)."""
+    return ZERO_LAYERS <= z < TP_LAYERS
+
+
+def per_layer_tp(z: int) -> bool:
+    """Whether option code ``z`` runs some layers at twice the TP degree (``TP_LAYERS``)."""
+    return z >= TP_LAYERS
 
 
 @dataclass(frozen=True)
@@ -77,6 +95,7 @@ class Training:
     recompute: tuple = DEFAULT_RECOMPUTE
     zero: tuple = (0, 1, 2, 3)
     zero_layers: bool = False  # Galvatron-BMW: a stage may shard only some layers with ZeRO-3 (ZERO_LAYERS)
+    tp_layers: bool = False  # Galvatron: a stage may run some layers at twice its TP degree (TP_LAYERS)
     schedules: tuple = DEFAULT_SCHEDULES
     token_slices: tuple = (2, 4, 8, 16, 32, 64)  # TeraPipe: n slices of equal cost per sequence
     wan_compression: tuple = (1.0,)  # FusionLLM: top-k ratios allowed on links between sites (1: none)
@@ -480,6 +499,7 @@ class StageCost:
     flops: float  # executed FLOPs per micro-batch on one replica of this stage (all t ranks)
     recomputed: int = 0  # layers recomputed in full under per-layer recomputation ("block")
     sharded: int = 0  # layers under ZeRO-3 under per-layer ZeRO (ZERO_LAYERS)
+    widened: int = 0  # layers at twice the TP degree under per-layer TP (TP_LAYERS)
 
 
 def stage_cost(
@@ -498,9 +518,22 @@ def stage_cost(
     dp_link: tuple,
     p2p_link: tuple | None,
     last_block: int,
+    wide: tuple | None = None,
 ) -> StageCost:
-    """The cost of blocks [lo, hi) as stage ``j`` of ``p`` (see docs/dnn.md for every term)."""
+    """The cost of blocks [lo, hi) as stage ``j`` of ``p`` (see docs/dnn.md for every term); ``wide``
+    is per-layer TP's second layout, (tables, data-parallel ring), for option codes ``TP_LAYERS + b``."""
     t, d, b = tab.t, tab.d, tab.b
+    p2p = 0.0
+    if p2p_link is not None:
+        bw, lat = p2p_link
+        p2p = lat + 2.0 * b * train.seq / tab.c * tab.boundaries[lo - 1] / t / bw  # its input
+    if per_layer_tp(zero):
+        assert wide is not None, "per-layer TP needs its widened tables"
+        in_flight = inflight(schedule, j, p, m, v, k)
+        q, tau, memory, exposed = widened_stage(tab, wide[0], lo, hi, rc, zero_base(zero), in_flight, m,
+                                                train, dp_link, wide[1])
+        flops = tab.flops[rc][hi] - tab.flops[rc][lo]
+        return StageCost(tau, p2p, exposed, memory, flops, widened=q)
     params = tab.params[hi] - tab.params[lo]
     if tab.tied and lo == 0 and hi == last_block + 1:
         params -= tab.head_params  # embedding and tied head on one stage: one copy
@@ -530,13 +563,13 @@ def stage_cost(
     first, end = tab.layers(lo, hi)
     layers = sharded = 0
     both = None  # per-layer recomputation and per-layer ZeRO-3 together: (r, s)
-    if rc == "block" and zero >= ZERO_LAYERS:
+    if rc == "block" and per_layer_zero(zero):
         over = memory + tab.partial(tab.act, lo, hi, 0) * in_flight - room
         both = tab.recompute_and_shard(lo, hi, over, in_flight, saving_dense, saving_experts, gather,
                                        lambda s: zero3_traffic(*tab.sharded(lo, hi, s), s))
         layers, sharded = both if both else (end - first, end - first)  # None: over memory even so
     if rc == "block":
-        if both is None and zero < ZERO_LAYERS:
+        if both is None and not per_layer_zero(zero):
             fewest = tab.fewest_recomputed(lo, hi, room - memory, in_flight)
             layers = end - first if fewest is None else fewest  # None: over memory even so
         tau = tab.partial(tab.time, lo, hi, layers)
@@ -549,7 +582,7 @@ def stage_cost(
         if rc == "full":
             memory += tab.working_set
     sharded_dense, sharded_experts = 0.0, 0.0  # per-layer ZeRO: the layers under ZeRO-3
-    if zero >= ZERO_LAYERS:
+    if per_layer_zero(zero):
         if rc != "block":
             fewest = tab.fewest_sharded(lo, hi, memory - room, saving_dense, saving_experts, gather)
             sharded = end - first if fewest is None else fewest  # None: over memory even so
@@ -582,8 +615,65 @@ def stage_cost(
         touched = (rest_dense / (d if base >= 1 else 1) + rest_experts / (r if base >= 1 else 1)
                    + sharded_dense / d + sharded_experts / r)
     exposed += 2 * touched * train.state_bytes / tab.group.hbm_bandwidth
-    p2p = 0.0
-    if p2p_link is not None:
-        bw, lat = p2p_link
-        p2p = lat + 2.0 * b * train.seq / tab.c * tab.boundaries[lo - 1] / t / bw  # its input
     return StageCost(tau, p2p, exposed, memory, flops, layers, sharded)
+
+
+def widened_stage(tab: StageTables, wide: StageTables, lo: int, hi: int, rc: str, base: int,
+                  in_flight: float, m: int, train: Training, dp_link: tuple,
+                  wide_link: tuple) -> tuple[int, float, float, float]:
+    """Per-layer tensor parallelism for blocks [lo, hi) (option ``TP_LAYERS + base``, a tabled ``rc``):
+    (q, tau, memory, exposed) with the first q transformer layers at twice ``tab``'s TP degree and half
+    its data-parallel degree (``wide``: those tables, each TP group taking twice the samples; its
+    ring ``wide_link``), the rest, the embedding and the head as ``tab``; every layer under ZeRO-``base``.
+    q is the fewest that fit, all of them where none do (the memory then says so).
+
+    A widened layer costs at least its narrow time (the same FLOPs per GPU, larger TP all-reduces),
+    holds half the parameters per GPU, and all-reduces them over half the ranks. Where the layout
+    changes, one TP group's activations are exchanged with its partner's: into the widened layers
+    in the forward pass and again when recomputing them, out of them in the backward pass."""
+    t, d = tab.t, tab.d
+    first, end = tab.layers(lo, hi)
+    params = tab.params[hi] - tab.params[lo]
+    if tab.tied and lo == 0 and hi == tab.n:
+        params -= tab.head_params
+    local, dense = params / t, (tab.dense[hi] - tab.dense[lo]) / t
+    bytes_each = (train.weight_bytes, train.grad_bytes, train.optimizer_bytes)
+    narrow_state = state_bytes_per_param(base, d, *bytes_each)
+    wide_state = state_bytes_per_param(base, wide.d, *bytes_each)
+    act, wide_act = tab.act[rc], wide.act[rc]
+    time, wide_time = tab.time[rc], wide.time[rc]
+
+    def moved(prefix: list, q: int) -> float:
+        return prefix[first + q] - prefix[first]
+
+    def memory(q: int) -> float:
+        widened = moved(tab.params, q) / t  # those layers' parameters per GPU at the narrow degree
+        out = (local - widened) * narrow_state + widened / 2 * wide_state
+        out += (act[hi] - act[lo] - moved(act, q) + moved(wide_act, q)) * in_flight
+        if rc == "full":
+            out += max(tab.working_set, wide.working_set) if q else tab.working_set
+        return out
+
+    room = train.usable(tab.group)
+    q = tab._fewest_layers(lo, hi, lambda r: memory(r) <= room)
+    if q is None:
+        q = end - first
+    tau = time[hi] - time[lo] - moved(time, q) + moved(wide_time, q)
+    if q:
+        width = tab.boundaries[max(first - 1, 0)]
+        exchange = train.weight_bytes * tab.b * train.seq * width / (t if train.sequence_parallel else 1)
+        link = train.link_efficiency * tab.group.intra_bandwidth
+        tau += (3 if rc == "full" else 2) * (tab.group.intra_latency + exchange / link)
+    exposed = 0.0
+    widened_dense = moved(tab.dense, q) / t
+    if d > 1:
+        rest = dense - widened_dense
+        one = hierarchical_allreduce(rest * train.grad_bytes, *dp_link) if rest > 0 else 0.0
+        if wide.d > 1:
+            one += hierarchical_allreduce(widened_dense / 2 * train.grad_bytes, *wide_link)
+        dp = one / 2 * m + one / 2 if base == 2 else one  # ZeRO-2 reduce-scatters every micro-batch
+        exposed = max(0.0, dp - tau * 2 / 3)
+    widened = moved(tab.params, q) / t
+    touched = (local - widened) / (d if base >= 1 else 1) + widened / 2 / (wide.d if base >= 1 else 1)
+    exposed += 2 * touched * train.state_bytes / tab.group.hbm_bandwidth
+    return q, tau, memory(q), exposed

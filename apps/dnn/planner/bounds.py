@@ -13,6 +13,7 @@ from dataclasses import replace
 import numpy as np
 
 from yewpy.apps.dnn.cost import (
+    TP_LAYERS,
     ZERO3_OVERLAP,
     ZERO_LAYERS,
     StageTables,
@@ -20,6 +21,8 @@ from yewpy.apps.dnn.cost import (
     flat_ring,
     hierarchical_allreduce,
     p2p_sends,
+    per_layer_tp,
+    per_layer_zero,
     state_bytes_per_param,
     zero3_collectives,
 )
@@ -52,6 +55,8 @@ class Bounds:
                           + experts * per_param(z, sh.d // sh.ep) / sh.ep for z in zeros)
         if sh.mode == "pipe":  # the largest d (DAPPLE: the widest stage's) shards the least state
             width = sum(stages * t for _, stages, t, _ in sh.parts)
+            if self.widenable(sid):  # per-layer TP: a layer may be split over twice the GPUs
+                width *= 2
             groups = [part[0] for part in sh.parts]
         else:
             width = sh.p * sh.t
@@ -163,6 +168,8 @@ class Bounds:
             # 2/3 and c1 o in tau (docs/dnn.md). The state's E and X only raise the steady term.
             dense = (tab.dense[self.n] - tab.dense[lo]) / q / tab.t
             latency, per_byte, zero3 = self._jensen_terms(sid, live[0][0])
+            if self.widenable(sid):
+                latency, per_byte = self._widened_dp(sid, live[0][0])
             avg = total / q
             if zero3 is None:
                 dp, hide = latency + per_byte * dense * self.train.grad_bytes, 2 / 3
@@ -309,7 +316,19 @@ class Bounds:
 
     def _per_layer_zero(self, sid: int) -> bool:
         """Whether a stage of shape ``sid`` may shard only some layers with ZeRO-3 (``ZERO_LAYERS``)."""
-        return any(z >= ZERO_LAYERS for _, z in self._allowed(sid))
+        return any(per_layer_zero(z) for _, z in self._allowed(sid))
+
+    def _widened_dp(self, sid: int, i: int) -> tuple[float, float]:
+        """The least latency and seconds per byte (of the narrow layout's gradients) of any stage's
+        data-parallel all-reduce on part ``i`` under per-layer TP: a widened layer all-reduces half
+        the bytes on its own ring (none where that ring is one rank)."""
+        latency, per_byte, _ = self._jensen_terms(sid, i)
+        wide, link = self.widened(sid, i)
+        if wide.d == 1:
+            return 0.0, 0.0
+        wide_latency = hierarchical_allreduce(0.0, *link)
+        wide_per_byte = hierarchical_allreduce(1.0, *link) - wide_latency
+        return min(latency, wide_latency), min(per_byte, wide_per_byte / 2)
 
     def _minmax(self, tab: StageTables, lo: int, q: int, start: float) -> float:
         """A lower bound on the largest of q contiguous stages over blocks [lo, n) (times without
@@ -396,7 +415,10 @@ class Bounds:
         touched: dict = {}  # per ZeRO stage: the optimizer's touched bytes, prefix sums
         per_rc: dict = {}  # per recompute mode: the per-layer ZeRO modes' cost terms, per bucket
         for rc, z in self._allowed(sid):
-            if z >= ZERO_LAYERS:
+            if per_layer_tp(z):
+                out.append(self._widened_mode(sid, tab, zc, rc, z - TP_LAYERS))
+                continue
+            if per_layer_zero(z):
                 out += self._per_layer_modes(sid, tab, zc, rc, z - ZERO_LAYERS, per_rc)
                 continue
             state, gbuf, touched_f, m_dp, state_e, touched_e = zc[z]
@@ -451,6 +473,30 @@ class Bounds:
             state = zc[base][0] * (1 - high) + state3 * high
             out.append(Mode(mode_terms, act, working_set, state, state3_e, gbuf3 if k else 0.0))
         return out
+
+    def _widened_mode(self, sid: int, tab: StageTables, zc: dict, rc: str, base: int) -> Mode:
+        """Option (``rc``, per-layer TP over ZeRO-``base``) as one floor mode, below it at every count of
+        widened layers: the narrow layout's time (a widened layer takes no less), each block's
+        smaller activations of the two layouts, the widened layout's state per parameter (half the
+        parameters per GPU), and the least data-parallel all-reduce (``_widened_dp``)."""
+        sh, tr, arrays = self.shapes[sid], self.train, tab.arrays()
+        wide, _ = self.widened(sid, 0)
+        c1, t = sh.c1, tab.t
+        state, _, touched_f, m_dp, state_e, _ = zc[base]
+        wide_state = state_bytes_per_param(base, wide.d, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
+        wide_touched = 2 * tr.state_bytes / tab.group.hbm_bandwidth / (wide.d if base >= 1 else 1)
+        times = arrays["time_" + rc]
+        steady = c1 * times + arrays["params"] * min(touched_f, wide_touched / 2) / t
+        terms: tuple = ((steady, 0.0),)
+        if sh.replicas > 1:
+            latency, per_byte = self._widened_dp(sid, 0)
+            scale = (m_dp + 1) / 2 if base == 2 else 1.0
+            terms += ((steady - 2 / 3 * times + scale * per_byte * tr.grad_bytes * arrays["dense"] / t,
+                       scale * latency),)
+        least = np.minimum(np.diff(arrays["act_" + rc]), np.diff(wide.arrays()["act_" + rc]))
+        act = np.concatenate(([0.0], np.cumsum(least)))
+        working_set = min(tab.working_set, wide.working_set) if rc == "full" else 0.0
+        return Mode(terms, act, working_set, min(state, wide_state / 2), state_e, 0.0)
 
     def _zero3_prefix(self, sid: int, tab: StageTables) -> np.ndarray:
         """Prefix sums of ZeRO-3's collectives per micro-batch: ``zero3_collectives`` (dense and

@@ -3,7 +3,7 @@ memory and predicted TF/s (the presentation, apart from the search)."""
 
 from __future__ import annotations
 
-from yewpy.apps.dnn.cost import ZERO_LAYERS, stage_cost, zero_base
+from yewpy.apps.dnn.cost import per_layer_tp, per_layer_zero, stage_cost, zero_base
 from yewpy.apps.dnn.planner.search import PlanSearch
 
 
@@ -39,6 +39,7 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
                 search.dp_link(sid, part),
                 None,
                 search.n - 1,
+                search.widened(sid, part) if per_layer_tp(z) else None,
             )
             entries.append((groups[sh.parts[part][0]].name, tab.t, tab, cost))
         # FLOPs per micro-batch do not depend on the group or t: the stage's replicas run them all
@@ -55,7 +56,9 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
                     else [e[3].recomputed for e in entries]} if rc == "block" else {}),
                 "zero": zero_base(z),
                 **({"zero3_layers": entries[0][3].sharded if pipe
-                    else [e[3].sharded for e in entries]} if z >= ZERO_LAYERS else {}),
+                    else [e[3].sharded for e in entries]} if per_layer_zero(z) else {}),
+                **({"wide_tp": 2 * entries[0][1], "wide_tp_layers": entries[0][3].widened}
+                   if per_layer_tp(z) else {}),
                 **_wan_entry(search, sid, stages[j - 1][0] if j else None, g),
                 "ms_per_microbatch": [round(e[3].tau * 1e3, 4) for e in entries],
                 "memory_gb": round(max(e[3].memory for e in entries) / 2**30, 3),

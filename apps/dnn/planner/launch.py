@@ -39,7 +39,7 @@ def restrict(train: Training, launcher: str) -> Training:
                         schedules=tuple(s for s in train.schedules if s in MEGATRON_SCHEDULES),
                         recompute=tuple(r for r in train.recompute if r != "block"),
                         wan_compression=(1.0,), stage_replication=False, zero_layers=False,
-                        uniform_recompute=True, hap=False, one_tp=True, interleave_min_pp=3,
+                        tp_layers=False, uniform_recompute=True, hap=False, one_tp=True, interleave_min_pp=3,
                         megatron_stages=True)
         if train.precision == "fp16":  # Megatron-LM's MoE layers need bf16 for expert parallelism
             if train.fix.get("ep", 1) != 1:
@@ -58,7 +58,7 @@ def restrict(train: Training, launcher: str) -> Training:
                              "no context parallelism (cp=1)")
         train = replace(train, launcher=launcher, fix=dict(train.fix, pp=1, tp=1, cp=1), schedules=("1f1b",),
                         recompute=tuple(r for r in train.recompute if r not in ("selective", "block")),
-                        zero_layers=False, uniform_recompute=True, hap=False)
+                        zero_layers=False, tp_layers=False, uniform_recompute=True, hap=False)
         what = "recomputation mode (DeepSpeed checkpoints whole layers: none or full)"
     elif launcher == "galvatron":
         if train.fix.get("cp", 1) != 1 or train.fix.get("ep", 1) != 1:
@@ -134,6 +134,9 @@ def megatron_refusal(plan: dict, model: Model, train: Training) -> str | None:
     if any("zero3_layers" in s for s in stages):
         return ("it shards only some layers with ZeRO-3 (Galvatron-BMW's per-layer choice), and Megatron-LM "
                 "shards every layer alike")
+    if any("wide_tp_layers" in s for s in stages):
+        return ("it runs some layers at a larger TP degree than others (Galvatron's per-layer choice), and "
+                "Megatron-LM's TP degree is one for every layer")
     if any(s["zero"] >= 2 for s in stages):
         return "it uses ZeRO-2/3, and Megatron-LM's distributed optimizer is ZeRO-1"
     if len({s["recompute"] for s in stages}) > 1:
@@ -227,7 +230,7 @@ def deepspeed_refusal(plan: dict) -> str | None:
         return "it gives replicas on different GPU types different micro-batch shares"
     if isinstance(plan["dp"], list):
         return _UNEVEN_DP
-    if plan["tp"] != 1 or plan["pp"] != 1:
+    if plan["tp"] != 1 or plan["pp"] != 1 or "wide_tp_layers" in plan["stages"][0]:
         return ("it uses tensor or pipeline parallelism: DeepSpeed's engine runs no TP, and its pipeline "
                 "engine needs a PipelineModule and refuses ZeRO-2/3")
     if plan.get("cp", 1) > 1:
@@ -297,8 +300,10 @@ def galvatron_config(plan: dict, model: Model, train: Training) -> dict:
         raise CannotExpress(why)
     stages, layers = plan["stages"], _stage_layers(plan)
     bases = {s["zero"] for s in stages if s["zero"] != 3} or {3}
-    dp_types, checkpoint = [], []
+    dp_types, checkpoint, tp_sizes = [], [], []
     for stage, count in zip(stages, layers):
+        widened = stage.get("wide_tp_layers", 0)
+        tp_sizes += [stage.get("wide_tp", stage["tp"])] * widened + [stage["tp"]] * (count - widened)
         sharded = count if stage["zero"] == 3 else stage.get("zero3_layers", 0)
         dp_types += [1] * sharded + [0] * (count - sharded)
         recomputed = {"none": 0, "full": count}.get(stage["recompute"], stage.get("recomputed_layers", 0))
@@ -308,7 +313,7 @@ def galvatron_config(plan: dict, model: Model, train: Training) -> dict:
         return ",".join(map(str, values))
 
     total = sum(layers)
-    config = {"pp_deg": plan["pp"], "tp_sizes_enc": listed([plan["tp"]] * total),
+    config = {"pp_deg": plan["pp"], "tp_sizes_enc": listed(tp_sizes),
               "tp_consecutive_flags": listed([1] * total), "dp_types_enc": listed(dp_types),
               "use_sp": listed([0] * total), "checkpoint": listed(checkpoint),
               "global_bsz": train.global_batch, "chunks": plan["microbatches"], "pp_division": listed(layers),
@@ -319,7 +324,7 @@ def galvatron_config(plan: dict, model: Model, train: Training) -> dict:
     sharded_any = any(dp_types) or config["default_dp_type"] != "ddp" or config["vocab_sdp"]
     reduce_each = plan["microbatches"] > 1 and bool(sharded_any)
     settings = {"mixed_precision": train.precision,
-                "sequence_parallel": train.sequence_parallel and plan["tp"] > 1,
+                "sequence_parallel": train.sequence_parallel and max(tp_sizes) > 1,
                 "async_grad_reduce": not reduce_each}
     return {"strategy": config, "arguments": settings}
 

@@ -34,6 +34,7 @@ from yewpy.apps.dnn.cluster import Cluster
 from yewpy.apps.dnn.cost import (
     Training,
     p2p_sends,
+    per_layer_tp,
     stage_cost,
 )
 from yewpy.apps.dnn.models import Model
@@ -486,6 +487,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                     self.dp_link(sid, part),
                     self._p2p_link(sid, before, part),
                     self.n - 1,
+                    self.widened(sid, part) if per_layer_tp(z) else None,
                 )
             if cost.memory > tr.usable(self.cluster.groups[sh.parts[part][0]]):
                 return None

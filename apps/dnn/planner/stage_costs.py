@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from yewpy.apps.dnn.cluster import Cluster
+from yewpy.apps.dnn.cluster import Cluster, DeviceGroup
 from yewpy.apps.dnn.cost import (
+    TP_LAYERS,
     ZERO3_OVERLAP,
     ZERO_LAYERS,
     StageTables,
@@ -21,8 +22,11 @@ from yewpy.apps.dnn.cost import (
     hierarchical_allreduce,
     inflight,
     p2p_sends,
+    per_layer_tp,
+    per_layer_zero,
     state_bytes_per_param,
     wan_seconds_per_byte,
+    widened_stage,
     zero3_collectives,
 )
 from yewpy.apps.dnn.models import Model
@@ -44,6 +48,7 @@ class StageCosts:
     _allowed_cache: dict
 
     _recompute_modes: Callable[[], list[str]]  # from Shapes
+    tp_fits: Callable[[int], bool]  # from Shapes
 
     def part_table(self, sid: int, i: int) -> StageTables:
         """The per-block prefix tables of part ``i`` of shape ``sid`` (pipe: a group's stages of one
@@ -69,16 +74,7 @@ class StageCosts:
         sh, eff = self.shapes[sid], self.train.link_efficiency
         gr, t = self.cluster.groups[self.part_group(sid, i)], self._tp(sid, i)
         if sh.mode == "pipe":  # the data x context group, its ranks t apart (TP innermost)
-            d = sh.part_d(i) * sh.c
-            k1 = d if d * t <= gr.gpus_per_node else max(1, gr.gpus_per_node // t)
-            return (
-                k1,
-                -(-d // k1),  # a DAPPLE stage may fill its last node in part
-                gr.intra_bandwidth * eff,
-                gr.inter_bandwidth * eff,
-                gr.intra_latency,
-                gr.inter_latency,
-            )
+            return self._pipe_ring(gr, t, sh.part_d(i) * sh.c)
         groups = [self.cluster.groups[x] for x, _ in sh.parts]
         k1 = min(
             r
@@ -94,6 +90,47 @@ class StageCosts:
             max(x.intra_latency for x in groups),
             max(x.inter_latency for x in groups),
         )
+
+    def _pipe_ring(self, gr: DeviceGroup, t: int, d: int) -> tuple:
+        """The data-parallel ring of d ranks t apart on group ``gr`` (``dp_link``'s form)."""
+        k1 = d if d * t <= gr.gpus_per_node else max(1, gr.gpus_per_node // t)
+        eff = self.train.link_efficiency
+        return (
+            k1,
+            -(-d // k1),  # a DAPPLE stage may fill its last node in part
+            gr.intra_bandwidth * eff,
+            gr.inter_bandwidth * eff,
+            gr.intra_latency,
+            gr.inter_latency,
+        )
+
+    def widenable(self, sid: int) -> bool:
+        """Whether a stage of shape ``sid`` may run some layers at twice its TP degree (per-layer TP,
+        ``TP_LAYERS``): asked for, a pipe shape of a dense model without context parallelism or token
+        slices, one data-parallel degree for every stage, and on every part an even one, with twice
+        the TP degree allowed, dividing the heads and within a node."""
+        sh, tr = self.shapes[sid], self.train
+        if not tr.tp_layers or sh.mode != "pipe" or self.model.moe or sh.c > 1 or sh.n > 1 or sh.uneven:
+            return False
+        for g, _, t, d in sh.parts:
+            if d % 2 or 2 * t > self.cluster.groups[g].gpus_per_node or not self.tp_fits(2 * t):
+                return False
+        return True
+
+    def widened(self, sid: int, i: int) -> tuple:
+        """Per-layer TP's second layout on part ``i`` of shape ``sid``: the tables of its group at twice
+        the TP degree, half the data-parallel degree and twice the micro-batch per TP group, and the
+        data-parallel ring of that layout; cached with the other tables."""
+        sh = self.shapes[sid]
+        g, t, d, b = sh.parts[i][0], self._tp(sid, i), sh.part_d(i), sh.part_b(i)
+        key = (g, 2 * t, d // 2, 2 * b, sh.ep, sh.c, sh.n)
+        tab = self.tables.get(key)
+        gr = self.cluster.groups[g]
+        if tab is None:
+            tab = StageTables(self.model, gr, 2 * t, d // 2, 2 * b, self.train,
+                              ep_group_inter=d * t > gr.gpus_per_node, ep=sh.ep, c=sh.c, slices=sh.n)
+            self.tables[key] = tab
+        return tab, self._pipe_ring(gr, 2 * t, d // 2)
 
     def _p2p_link(self, sid: int, prev: int | None, i: int) -> tuple | None:
         """The link a stage on part ``i`` receives its input over from one on part ``prev`` (None for
@@ -158,9 +195,13 @@ class StageCosts:
             zs = [0] if (not zs or 0 in zs or "zero" not in tr.fix) else []
         elif 1 in zs and 0 in zs:
             zs.remove(0)  # ZeRO-1 is never slower and always smaller than plain DP
+        bases = [z for z in zs if z < 3]
         if tr.zero_layers and sh.replicas > 1 and "zero" not in tr.fix:  # per-layer ZeRO-3 over each base
-            zs += [ZERO_LAYERS + z for z in zs if z < 3]
-        hit = self._allowed_cache[sid] = tuple((rc, z) for rc in rcs for z in zs)
+            zs += [ZERO_LAYERS + z for z in bases]
+        if self.widenable(sid):  # per-layer TP over each base, with a tabled recomputation mode
+            zs += [TP_LAYERS + z for z in bases]
+        hit = self._allowed_cache[sid] = tuple((rc, z) for rc in rcs for z in zs
+                                               if not (per_layer_tp(z) and rc == "block"))
         return hit
 
     def _stage_options(self, sid: int, part: int | None, lo: int, hi: int, j: int, prev: int | None) -> tuple:
@@ -207,11 +248,22 @@ class StageCosts:
             fj = infl[j]
             terms = []
             for rc, z in allowed:
+                if per_layer_tp(z):  # its own arithmetic, shared with stage_cost: an opt-in option
+                    wide, wide_link = self.widened(sid, cpart)
+                    q, tau, memory, exposed = widened_stage(tab, wide, lo, hi, rc, z - TP_LAYERS, fj,
+                                                            zc[0][3], self.train, self.dp_link(sid, cpart),
+                                                            wide_link)
+                    if memory > usable:
+                        terms.append(None)
+                        continue
+                    layered[rc, z] = layered.get((rc, z), 0) + q
+                    terms.append((tau + 2 * p2p, tau + e * p2p, exposed))
+                    continue
                 base = z - ZERO_LAYERS if z >= ZERO_LAYERS else z
                 state, gbuf, touched_f, m_dp, state_e, touched_e = zc[base]
                 memory = (local - experts) * state + experts * state_e + gbuf
                 shard = None
-                if rc == "block" and z >= ZERO_LAYERS:  # both per layer (see recompute_and_shard)
+                if rc == "block" and per_layer_zero(z):  # both per layer (see recompute_and_shard)
                     if dp_one is None:
                         terms.append(None)
                         continue
@@ -242,11 +294,11 @@ class StageCosts:
                     memory += (tab.act[rc][hi] - tab.act[rc][lo]) * fj
                     if rc == "full":
                         memory += tab.working_set
-                    if z < ZERO_LAYERS and memory > usable:
+                    if not per_layer_zero(z) and memory > usable:
                         terms.append(None)
                         continue
                 exposed = (local - experts) * touched_f + experts * touched_e
-                if z >= ZERO_LAYERS:  # the fewest first layers under ZeRO-3, the rest under ZeRO-base
+                if per_layer_zero(z):  # the fewest first layers under ZeRO-3, the rest under ZeRO-base
                     if dp_one is None:  # a class without replicas (hap mode): nothing to shard
                         terms.append(None)
                         continue
