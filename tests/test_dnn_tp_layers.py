@@ -164,6 +164,29 @@ def test_the_floors_of_a_last_stage_lie_below_each_of_its_options(layers, hidden
     assert checked
 
 
+@pytest.mark.parametrize("zeros", [(0,), (0, 2), (0, 1, 2, 3)])
+def test_the_memory_floor_lies_below_every_widened_one_stage_plan(zeros):
+    """A shape's memory floor (the model state on its fullest GPU) is at most the memory of each
+    widened option of a one-stage plan, every layer widened (memory too small for fewer)."""
+    model = transformer("small", layers=4, hidden=4096, heads=32, vocab=1024, seq=1024)
+    train = Training(8, 1024, memory_fraction=0.05, memory_reserve=0, microbatches=(1, 2), zero=zeros,
+                     recompute=("none", "full"), tp_layers=True)
+    search = PlanSearch(model, load_cluster("dgx-v100-32g:1x4"), train)
+    checked = 0
+    for sid, sh in enumerate(search.shapes):
+        if sh.p != 1 or not search.widenable(sid):
+            continue
+        floor, _ = search.memory_floor(sid)
+        tab = search.part_table(sid, 0)
+        for rc, z in search._allowed(sid):
+            if per_layer_tp(z):
+                cost = stage_cost(tab, 0, search.n, rc, z, 0, 1, sh.m, sh.schedule, sh.v, sh.k, train,
+                                  search.dp_link(sid, 0), None, search.n - 1, search.widened(sid, 0))
+                assert cost.widened == 4 and floor <= cost.memory, (sh, rc, z)
+                checked += 1
+    assert checked
+
+
 def _galvatron_plan(layered: bool, fraction: float = 0.7) -> tuple[dict, Training]:
     train = restrict(Training(128, 2048, zero=(0,), recompute=("none", "full", "block"), precision="fp16",
                               memory_fraction=fraction, tp_layers=layered), "galvatron")

@@ -43,20 +43,21 @@ class Bounds:
         GPU of any plan of shape ``sid`` at its most sharded ZeRO stage, and the most usable memory
         its GPUs have: the shape is infeasible when the first is larger. Some stage j holds at least
         the parameters x t_j / sum(t) (the average), so a GPU holds parameters / sum(t); expert
-        parameters are further split over ep ranks and their ZeRO state over d/ep replicas."""
+        parameters are further split over ep ranks and their ZeRO state over d/ep replicas. Per-layer
+        ZeRO counts as ZeRO-3; per-layer TP (dense models) as every parameter on twice the GPUs, its
+        ZeRO state over half the replicas."""
         sh, tr = self.shapes[sid], self.train
-        zeros = [3 if z >= ZERO_LAYERS else z for _, z in self._allowed(sid)] or [0]
+        zeros = {3 if per_layer_zero(z) else z for _, z in self._allowed(sid)} or {0}
         params, experts = self._model_params
 
         def per_param(z: int, replicas: int) -> float:
             return state_bytes_per_param(z, replicas, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
 
-        state_bytes = min((params - experts) * per_param(z, sh.replicas)
+        state_bytes = min(params * per_param(z - TP_LAYERS, sh.replicas // 2) / 2 if per_layer_tp(z)
+                          else (params - experts) * per_param(z, sh.replicas)
                           + experts * per_param(z, sh.d // sh.ep) / sh.ep for z in zeros)
         if sh.mode == "pipe":  # the largest d (DAPPLE: the widest stage's) shards the least state
             width = sum(stages * t for _, stages, t, _ in sh.parts)
-            if self.widenable(sid):  # per-layer TP: a layer may be split over twice the GPUs
-                width *= 2
             groups = [part[0] for part in sh.parts]
         else:
             width = sh.p * sh.t
