@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 
+from yewpy.apps.dnn.cost import per_layer_tp, stage_cost
 from yewpy.apps.dnn.models import Model, transformer
 from yewpy.apps.dnn.planner import PlanSearch
 
@@ -35,3 +37,40 @@ def brute_force(search: PlanSearch) -> float:
                         )
                         best = min(best, search.replay(("s", sid, 0, (), (), (), 0.0, stages)))
     return best
+
+
+def check_options_above_floor_modes(search: PlanSearch, wanted: Callable[[int, int], bool]) -> int:
+    """Assert that every option (rc, z) with ``wanted(sid, z)`` that fits, on any blocks as any stage
+    of a one-group pipe shape, costs (c1 tau + exposed) and holds at least what some stage floor mode
+    of its shape does, so a floor built from the modes is at most every plan's time; the count
+    checked."""
+    checked = 0
+    train, n = search.train, search.n
+    for sid, sh in enumerate(search.shapes):
+        if sh.mode != "pipe" or len(sh.parts) > 1 or sh.c1 < 1 or sh.replicas < 2:
+            continue
+        tab, usable, zc, _, _, _, infl, _ = search._class_consts(sid, 0, None)
+        modes = search._floor_modes(sid, tab, zc)
+        for lo in range(n):
+            for hi in range(lo + 1, n + 1):
+                if hi - lo == n:
+                    continue  # a tied head's one copy is what the floor leaves out
+                experts = (tab.expert[hi] - tab.expert[lo]) / tab.t
+                dense = (tab.params[hi] - tab.params[lo]) / tab.t - experts
+                for j in range(sh.p):
+                    for rc, z in search._allowed(sid):
+                        if not wanted(sid, z):
+                            continue
+                        wide = search.widened(sid, 0) if per_layer_tp(z) else None
+                        cost = stage_cost(tab, lo, hi, rc, z, j, sh.p, sh.m, sh.schedule, sh.v, sh.k, train,
+                                          search.dp_link(sid, 0), None, n - 1, wide)
+                        if cost.memory > usable:
+                            continue
+                        actual = sh.c1 * cost.tau + cost.exposed
+                        below = [m for m in modes
+                                 if max(p[hi] - p[lo] + o for p, o in m.terms) <= actual * (1 + 1e-9)
+                                 and dense * m.state + experts * m.state_e + m.gather + m.working_set
+                                 + (m.act[hi] - m.act[lo]) * infl[j] <= cost.memory * (1 + 1e-9)]
+                        assert below, (sid, lo, hi, j, rc, z)
+                        checked += 1
+    return checked

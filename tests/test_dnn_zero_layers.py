@@ -10,12 +10,20 @@ import subprocess
 
 import galvatron_strategy
 import pytest
+from dnn_oracle import check_options_above_floor_modes
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from support import same_optimum, yewpy_cmd
 from yewpy.apps.dnn.cluster import load_cluster
-from yewpy.apps.dnn.cost import ZERO_LAYERS, StageTables, Training, stage_cost, state_bytes_per_param
+from yewpy.apps.dnn.cost import (
+    ZERO_LAYERS,
+    StageTables,
+    Training,
+    per_layer_zero,
+    stage_cost,
+    state_bytes_per_param,
+)
 from yewpy.apps.dnn.model_files import load_model
 from yewpy.apps.dnn.models import transformer
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch
@@ -316,35 +324,7 @@ def test_every_per_layer_option_lies_above_a_stage_floor_mode(layers, hidden, ba
     train = Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4),
                      recompute=("none", "full", "block"), zero_layers=True)
     search = PlanSearch(model, load_cluster(cluster), train)
-    checked = 0
-    for sid, sh in enumerate(search.shapes):
-        if sh.mode != "pipe" or len(sh.parts) > 1 or sh.c1 < 1 or sh.replicas < 2:
-            continue
-        tab, usable, zc, _, _, _, infl, _ = search._class_consts(sid, 0, None)
-        modes = search._floor_modes(sid, tab, zc)
-        n = search.n
-        for lo in range(n):
-            for hi in range(lo + 1, n + 1):
-                if hi - lo == n:
-                    continue  # a tied head's one copy is what the floor leaves out
-                experts_ = (tab.expert[hi] - tab.expert[lo]) / tab.t
-                dense = (tab.params[hi] - tab.params[lo]) / tab.t - experts_
-                for j in range(sh.p):
-                    for rc, z in search._allowed(sid):
-                        if z < ZERO_LAYERS:
-                            continue
-                        cost = stage_cost(tab, lo, hi, rc, z, j, sh.p, sh.m, sh.schedule, sh.v, sh.k, train,
-                                          search.dp_link(sid, 0), None, n - 1)
-                        if cost.memory > usable:
-                            continue
-                        actual = sh.c1 * cost.tau + cost.exposed
-                        below = [m for m in modes
-                                 if max(p[hi] - p[lo] + o for p, o in m.terms) <= actual * (1 + 1e-9)
-                                 and dense * m.state + experts_ * m.state_e + m.gather + m.working_set
-                                 + (m.act[hi] - m.act[lo]) * infl[j] <= cost.memory * (1 + 1e-9)]
-                        assert below, (sid, lo, hi, j, rc, z)
-                        checked += 1
-    assert checked
+    assert check_options_above_floor_modes(search, lambda sid, z: per_layer_zero(z))
 
 
 def test_galvatron_llama_plan_recomputes_and_shards_some_layers_of_one_stage():
