@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from support import same_optimum, yewpy_cmd
 from yewpy.apps.dnn.cluster import load_cluster
-from yewpy.apps.dnn.cost import TP_LAYERS, Training, per_layer_tp, stage_cost
+from yewpy.apps.dnn.cost import TP_LAYERS, Training, hierarchical_allreduce, per_layer_tp, stage_cost
 from yewpy.apps.dnn.models import transformer
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch
 from yewpy.apps.dnn.planner.launch import deepspeed_refusal, megatron_refusal, restrict
@@ -69,6 +69,44 @@ def test_widened_options_match_stage_cost_and_widen_only_where_needed():
                 partial += cost.widened < layers
                 checked += 1
     assert checked > 5 and partial > 0
+
+
+@pytest.mark.parametrize("rc, sp", [("none", True), ("full", False)])
+def test_a_stage_of_widened_layers_costs_what_the_wide_layout_does(rc, sp):
+    """A stage of transformer layers only, every one widened (memory too small for fewer): its time
+    is the wide tables' plus the two (three with full recomputation) activation exchanges between
+    partner TP groups, its memory the wide layout's state and activations; the data-parallel
+    all-reduce runs on the wide ring (an independent sum, not the planner's arithmetic)."""
+    model = small(6)
+    train = Training(32, 1024, memory_fraction=0.01, memory_reserve=0, microbatches=(2,), zero=(0, 2),
+                     recompute=(rc,), tp_layers=True, sequence_parallel=sp)
+    search = PlanSearch(model, load_cluster("dgx-a100-80g:2x8"), train)
+    sid = next(i for i, sh in enumerate(search.shapes)
+               if search.widenable(i) and sh.parts[0][2] == 2 and sh.parts[0][3] == 4 and sh.p == 2
+               and sh.schedule == "1f1b")
+    sh, tab = search.shapes[sid], search.part_table(sid, 0)
+    wide, wide_link = search.widened(sid, 0)
+    assert (wide.t, wide.d, wide.b) == (4, 2, 2 * tab.b)
+    lo, hi = 1, 4  # three layers, as the second stage would hold them
+    for base in (0, 2):
+        cost = stage_cost(tab, lo, hi, rc, TP_LAYERS + base, 1, sh.p, sh.m, sh.schedule, sh.v, sh.k, train,
+                          search.dp_link(sid, 0), None, search.n - 1, (wide, wide_link))
+        assert cost.widened == 3
+        gr = tab.group
+        exchange = gr.intra_latency + train.weight_bytes * tab.b * 1024 * 4096 / (2 if sp else 1) / (
+            train.link_efficiency * gr.intra_bandwidth)
+        tau = wide.time[rc][hi] - wide.time[rc][lo] + (3 if rc == "full" else 2) * exchange
+        assert cost.tau == pytest.approx(tau, rel=1e-12)
+        per_param = {0: 2.0 + 4.0 + 12.0, 2: 2.0 + (4.0 + 12.0) / 2}[base]  # ZeRO over 2 replicas
+        infl = 2 - 1  # 1F1B, stage 1 of 2
+        memory = (tab.params[hi] - tab.params[lo]) / 4 * per_param
+        memory += (wide.act[rc][hi] - wide.act[rc][lo]) * infl + (wide.working_set if rc == "full" else 0)
+        assert cost.memory == pytest.approx(memory, rel=1e-12)
+        one = hierarchical_allreduce((tab.dense[hi] - tab.dense[lo]) / 4 * train.grad_bytes, *wide_link)
+        dp = one / 2 * sh.m + one / 2 if base == 2 else one
+        touched = (tab.params[hi] - tab.params[lo]) / 4 / (2 if base else 1)
+        exposed = max(0.0, dp - cost.tau * 2 / 3) + 2 * touched * train.state_bytes / gr.hbm_bandwidth
+        assert cost.exposed == pytest.approx(exposed, rel=1e-12)
 
 
 @settings(max_examples=24, deadline=None)
