@@ -169,7 +169,7 @@ class Bounds:
             # 2/3 and c1 o in tau (docs/dnn.md). The state's E and X only raise the steady term.
             dense = (tab.dense[self.n] - tab.dense[lo]) / q / tab.t
             latency, per_byte, zero3 = self._jensen_terms(sid, live[0][0])
-            if self.widenable(sid):
+            if any(per_layer_tp(z) for _, z in self._allowed(sid)):
                 latency, per_byte = self._widened_dp(sid, live[0][0])
             avg = total / q
             if zero3 is None:
