@@ -116,6 +116,9 @@ def test_a_stage_of_widened_layers_costs_what_the_wide_layout_does(rc, sp):
                                 "dgx-a100-80g:1x4+dgx-v100-16g:1x4"]),
        mem=st.sampled_from([0.15, 0.25, 0.4, 0.6]), zeros=st.sampled_from([(0, 1, 2, 3), (0,), (0, 2)]),
        sp=st.booleans())
+# a slot's cached floors were those of the first stage counts that reached it (a two-part shape)
+@example(layers=5, hidden=8192, batch=128, cluster="dgx-a100-80g:1x4+dgx-v100-16g:1x4", mem=0.4, zeros=(0,),
+         sp=False)
 def test_the_search_with_per_layer_tp_equals_the_exhaustive_tree(layers, hidden, batch, cluster, mem, zeros,
                                                                  sp):
     model = small(layers, hidden)

@@ -9,6 +9,7 @@ ring/hierarchical all-reduce.
 
 from __future__ import annotations
 
+import copy
 import math
 from bisect import bisect_left
 from dataclasses import dataclass, field
@@ -278,6 +279,7 @@ class StageTables:
         self.expert_replicas = d  # d/ep: the ranks that hold the same experts and all-reduce them
         # their flat ring: the replicas are ep ranks apart, across nodes when the data-parallel group is
         self.expert_ring = network if ep_group_inter else (intra, lat)
+        self._rings = (network, (intra, lat))
         self.block_time = []
         per_pass = train.pass_overhead + (train.slice_overhead if slices > 1 else 0.0)  # per slice
         work = []
@@ -318,6 +320,15 @@ class StageTables:
         self.boundaries = [blk.boundary for blk in model.blocks]
         self.n = n
         self._arrays: dict | None = None
+
+    def with_replicas(self, d: int, ep_group_inter: bool) -> StageTables:
+        """These tables for a dense model at data-parallel degree ``d``: its blocks cost alike at every
+        d, so only the replica counts and the expert ring change (no prefix sum is recomputed)."""
+        other = copy.copy(self)
+        other.d, other.expert_replicas = d * self.c, d
+        other.expert_ring = self._rings[0] if ep_group_inter else self._rings[1]
+        other._arrays = self._arrays
+        return other
 
     def _block_terms(self, blk: Block, rate: float, train: Training, b: int, context: float, s: float, c: int,
                      t: int, d: int, ep: int, slices: int, per_pass: float, overlap: float, network: tuple,

@@ -67,7 +67,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
 
     #: caches whose entries depend only on their keys: a copy shares them (see ``__deepcopy__``)
     SHARED = frozenset({
-        "model", "cluster", "train", "shapes", "tables", "costs", "opts", "_slots_cache", "_slot_cache",
+        "model", "cluster", "train", "shapes", "tables", "_dense_tables", "costs", "opts", "_slots_cache",
+        "_slot_cache",
         "_least_cache",
         "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
         "_stage_floor_cores", "_wan_cache", "_kind_cache", "_twins_cache", "_ratio_cache", "_ranking",
@@ -102,6 +103,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self.memo_on = memo
         self.memo: dict = {}
         self.tables: dict = {}
+        self._dense_tables: dict = {}  # (group, t, b, ep, c, slices) -> a dense model's tables at some d
         self.costs: dict = {}
         self.opts: dict = {}
         self._slots_cache: dict = {}
@@ -427,8 +429,9 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self, sid: int, part: int | None, lo: int, k: int, j: int, prev: int | None, newcounts: tuple
     ) -> tuple | None:
         """A slot's options, the least of each option term (pipe) and the floors of the blocks after
-        it; None when no option fits. Depends only on the arguments, so cached."""
-        key = (sid, part, lo, k, j, prev)
+        it; None when no option fits. Depends only on the arguments, so cached: the floors on
+        ``newcounts`` too, which (sid, part, lo, k, j, prev) do not fix where a shape has several parts."""
+        key = (sid, part, lo, k, j, prev, newcounts)
         hit = self._slot_cache.get(key, False)
         if hit is not False:
             return hit

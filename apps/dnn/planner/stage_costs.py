@@ -43,6 +43,7 @@ class StageCosts:
     n: int
     shapes: list[Shape]
     tables: dict
+    _dense_tables: dict
     opts: dict
     _consts: dict
     _allowed_cache: dict
@@ -55,13 +56,23 @@ class StageCosts:
         width; hap: a group's replicas): its group at its t, d and micro-batch, and the shape's ep,
         c and token slices; cached by those, so shapes share them."""
         sh = self.shapes[sid]
-        g, t, d, b = sh.parts[i][0], self._tp(sid, i), sh.part_d(i), sh.part_b(i)
-        key = (g, t, d, b, sh.ep, sh.c, sh.n)
+        return self._table(sh.parts[i][0], self._tp(sid, i), sh.part_d(i), sh.part_b(i), sh.ep, sh.c, sh.n)
+
+    def _table(self, g: int, t: int, d: int, b: int, ep: int, c: int, n: int) -> StageTables:
+        """The prefix tables of group ``g`` at (t, d, b) with ep, c and n token slices; cached. A dense
+        model's blocks cost alike at every d, so its tables at another d are copied, not rebuilt."""
+        key = (g, t, d, b, ep, c, n)
         tab = self.tables.get(key)
         if tab is None:
             gr = self.cluster.groups[g]
-            tab = StageTables(self.model, gr, t, d, b, self.train,
-                              ep_group_inter=d * t > gr.gpus_per_node, ep=sh.ep, c=sh.c, slices=sh.n)
+            inter = d * t > gr.gpus_per_node
+            like = None if self.model.moe else self._dense_tables.get((g, t, b, ep, c, n))
+            if like is not None:
+                tab = like.with_replicas(d, inter)
+            else:
+                tab = StageTables(self.model, gr, t, d, b, self.train, ep_group_inter=inter, ep=ep, c=c,
+                                  slices=n)
+                self._dense_tables[g, t, b, ep, c, n] = tab
             self.tables[key] = tab
         return tab
 
@@ -123,14 +134,8 @@ class StageCosts:
         data-parallel ring of that layout; cached with the other tables."""
         sh = self.shapes[sid]
         g, t, d, b = sh.parts[i][0], self._tp(sid, i), sh.part_d(i), sh.part_b(i)
-        key = (g, 2 * t, d // 2, 2 * b, sh.ep, sh.c, sh.n)
-        tab = self.tables.get(key)
-        gr = self.cluster.groups[g]
-        if tab is None:
-            tab = StageTables(self.model, gr, 2 * t, d // 2, 2 * b, self.train,
-                              ep_group_inter=d * t > gr.gpus_per_node, ep=sh.ep, c=sh.c, slices=sh.n)
-            self.tables[key] = tab
-        return tab, self._pipe_ring(gr, 2 * t, d // 2)
+        tab = self._table(g, 2 * t, d // 2, 2 * b, sh.ep, sh.c, sh.n)
+        return tab, self._pipe_ring(self.cluster.groups[g], 2 * t, d // 2)
 
     def _p2p_link(self, sid: int, prev: int | None, i: int) -> tuple | None:
         """The link a stage on part ``i`` receives its input over from one on part ``prev`` (None for
