@@ -327,7 +327,6 @@ class StageTables:
         other = copy.copy(self)
         other.d, other.expert_replicas = d * self.c, d
         other.expert_ring = self._rings[0] if ep_group_inter else self._rings[1]
-        other._arrays = self._arrays
         return other
 
     def _block_terms(self, blk: Block, rate: float, train: Training, b: int, context: float, s: float, c: int,

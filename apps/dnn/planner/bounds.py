@@ -169,7 +169,7 @@ class Bounds:
             # 2/3 and c1 o in tau (docs/dnn.md). The state's E and X only raise the steady term.
             dense = (tab.dense[self.n] - tab.dense[lo]) / q / tab.t
             latency, per_byte, zero3 = self._jensen_terms(sid, live[0][0])
-            if any(per_layer_tp(z) for _, z in self._allowed(sid)):
+            if self._per_layer_tp(sid):
                 latency, per_byte = self._widened_dp(sid, live[0][0])
             avg = total / q
             if zero3 is None:
@@ -318,6 +318,10 @@ class Bounds:
     def _per_layer_zero(self, sid: int) -> bool:
         """Whether a stage of shape ``sid`` may shard only some layers with ZeRO-3 (``ZERO_LAYERS``)."""
         return any(per_layer_zero(z) for _, z in self._allowed(sid))
+
+    def _per_layer_tp(self, sid: int) -> bool:
+        """Whether a stage of shape ``sid`` may run some layers at twice its TP degree (``TP_LAYERS``)."""
+        return any(per_layer_tp(z) for _, z in self._allowed(sid))
 
     def _widened_dp(self, sid: int, i: int) -> tuple[float, float]:
         """The least latency and seconds per byte (of the narrow layout's gradients) of any stage's

@@ -28,6 +28,7 @@ from yewpy.apps.dnn.cost import (
     wan_seconds_per_byte,
     widened_stage,
     zero3_collectives,
+    zero_base,
 )
 from yewpy.apps.dnn.models import Model
 from yewpy.apps.dnn.planner.pareto import pareto_options
@@ -255,7 +256,7 @@ class StageCosts:
             for rc, z in allowed:
                 if per_layer_tp(z):  # its own arithmetic, shared with stage_cost: an opt-in option
                     wide, wide_link = self.widened(sid, cpart)
-                    q, tau, memory, exposed = widened_stage(tab, wide, lo, hi, rc, z - TP_LAYERS, fj,
+                    q, tau, memory, exposed = widened_stage(tab, wide, lo, hi, rc, zero_base(z), fj,
                                                             zc[0][3], self.train, self.dp_link(sid, cpart),
                                                             wide_link)
                     if memory > usable:
@@ -264,7 +265,7 @@ class StageCosts:
                     layered[rc, z] = layered.get((rc, z), 0) + q
                     terms.append((tau + 2 * p2p, tau + e * p2p, exposed))
                     continue
-                base = z - ZERO_LAYERS if z >= ZERO_LAYERS else z
+                base = zero_base(z)
                 state, gbuf, touched_f, m_dp, state_e, touched_e = zc[base]
                 memory = (local - experts) * state + experts * state_e + gbuf
                 shard = None
@@ -337,7 +338,7 @@ class StageCosts:
             if (rc, z) in paired:  # recomputes or shards none: an option of one choice alone, if allowed
                 recomputed, sharded = paired[rc, z]
                 if ((not recomputed and ("none", z) in allowed)
-                        or (not sharded and (rc, z - ZERO_LAYERS) in allowed)):
+                        or (not sharded and (rc, zero_base(z)) in allowed)):
                     continue
             elif ((z >= ZERO_LAYERS or ("none", z) in allowed) and (rc == "block" or z >= ZERO_LAYERS)
                     and not layered[rc, z]):
