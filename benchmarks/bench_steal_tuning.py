@@ -2,7 +2,8 @@
 
 Each variant is a setting of the runtime's experiment knobs, read from the environment:
 ``YEWPY_DOORBELLS=0`` (victims answer only between slices), ``YEWPY_TASKPACK=python`` (shares
-packed and unpacked in Python rather than C), ``YEWPY_BACKOFF_CAP`` (the longest
+packed and unpacked in Python rather than C), ``YEWPY_KEEP_LEAVES=0`` (a split sends the children
+its core knows to be leaves, as before they were kept), ``YEWPY_BACKOFF_CAP`` (the longest
 wait after failed steals), ``YEWPY_HALF_MOST`` (the most tasks of a half share) and
 ``YEWPY_SLICE_TARGET`` (seconds of search between two looks at the network).
 Every round runs each small tree once sequentially and once per variant at P ranks (stacksteal), so
@@ -37,6 +38,7 @@ VARIANTS: dict[str, dict[str, str]] = {
     "today": {},
     "nobells": {"YEWPY_DOORBELLS": "0"},
     "pytaskpack": {"YEWPY_TASKPACK": "python"},
+    "sendleaves": {"YEWPY_KEEP_LEAVES": "0"},
     "bells300us": {"YEWPY_SLICE_TARGET": "300e-6"},
     "bells1ms": {"YEWPY_SLICE_TARGET": "1e-3"},
     "cap2ms": {"YEWPY_BACKOFF_CAP": "0.002"},
@@ -47,7 +49,7 @@ VARIANTS: dict[str, dict[str, str]] = {
 # the third lease's first call; the second lease ran cap2ms, half1024 and slice50us beside today
 DEFAULT_VARIANTS = ["today", "nobells", "bells300us", "bells1ms"]
 SMALL = {"T3L": ["uts", "--tree", "T3L"], "T1L": ["uts", "--tree", "T1L"]}
-BIG = {"T3XXL": ["uts", "--tree", "T3XXL"], "T1XL": ["uts", "--tree", "T1XL"]}
+BIG = {"T3XXL": ["uts", "--tree", "T3XXL"], "T1XL": ["uts", "--tree", "T1XL"], "NQ17": ["nqueens", "17"]}
 DRY_SMALL = {"T3": ["uts", "--tree", "T3"], "T1": ["uts", "--tree", "T1"]}
 DRY_BIG = {"T3L": ["uts", "--tree", "T3L"]}
 
@@ -112,11 +114,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", nargs="*", default=DEFAULT_VARIANTS, choices=list(VARIANTS))
     parser.add_argument("--small", action="store_true", help="the dry run's trees, for a 2-core machine")
     parser.add_argument("--no-big", action="store_true", help="the small trees and their ceilings only")
+    parser.add_argument("--big", nargs="*", choices=list(BIG), help="these big trees only (default: all)")
+    parser.add_argument("--big-variants", nargs="*", choices=list(VARIANTS),
+                        help="the big trees' variants (default: today and the fastest on the first tree)")
     opts = parser.parse_args(argv)
     opts.out.mkdir(parents=True, exist_ok=True)
     small, big = (DRY_SMALL, DRY_BIG) if opts.small else (SMALL, BIG)
     if opts.no_big:
         big = {}
+    elif opts.big and not opts.small:
+        big = {case: BIG[case] for case in opts.big}
     rows: list[dict] = []
     for round_ in range(opts.rounds):
         for case, args in small.items():
@@ -131,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         note(opts.out, f"ceiling {case} at {opts.ranks}: {ceil:.3f}; fastest variant {best}")
     first = next(iter(small))
     best = min(medians[first], key=medians[first].get)
-    pair = ["today", best] if best != "today" else ["today"]
+    pair = opts.big_variants or (["today", best] if best != "today" else ["today"])
     big_rows: list[dict] = []
     for case, args in big.items():
         rate, ceil = ceiling(opts.out, case, args, opts.ranks, 6.0)

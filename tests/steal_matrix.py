@@ -17,6 +17,10 @@ from yewpy.apps.knapsack import read_knapsack
 from yewpy.apps.knapsack_python import KnapsackPy
 from yewpy.apps.maxclique import MaxClique
 from yewpy.apps.nqueens import NQueens
+from yewpy.apps.uts import UTS, parse_uts_params
+
+#: a binomial UTS tree of 70,037 nodes, 7 in 8 of them leaves: splits keep the leaves (Core.leaf)
+BINOMIAL = "-t 0 -b 300 -q 0.124875 -m 8 -r 3"
 
 RANK = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK", "0")  # Hydra, Open MPI
 
@@ -46,6 +50,8 @@ def main(shared, small):
             key = f"{name}{json.dumps(params, sort_keys=True)}"
             q = NQueens(queens).search(name, **params)
             out[key + " nqueens"] = [q.value, q.nodes, q.status]
+            u = UTS(**parse_uts_params(BINOMIAL)).search(name, **params)
+            out[key + " uts"] = [u.value, u.nodes]
             trees = [DepthHistogram(s).search(name, **params) for s in shapes]
             out[key + " trees"] = [[list(map(list, t.value)), t.nodes] for t in trees]
             best = graph.search(name, **params)

@@ -62,6 +62,46 @@ def test_split_tasks_travel_and_preserve_the_count(which, whole_level, all_level
     assert total == {"python": (TERNARY_NODES, TERNARY_NODES), "nqueens": (2057, 92)}[which]
 
 
+def _uts_t3():
+    from yewpy.apps.uts import UTS, parse_uts_params
+    return UTS(**parse_uts_params("-t 0 -b 2000 -q 0.124875 -m 8 -r 42")).core()
+
+
+def _is_leaf(which, node):
+    """Read off the task's bytes, not asked of the core: UTS's binomial rule (a node has children
+    when the digest's last word, as a fraction of 2^31, is under q) and n-queens' free squares."""
+    if which == "uts":
+        return (int.from_bytes(node[16:20], "big") & 0x7FFFFFFF) / 2**31 >= 0.124875
+    cols, left, right = (int.from_bytes(node[k:k + 8], "little") for k in (0, 8, 16))
+    return ~(cols | left | right) & 0xFF == 0
+
+
+@pytest.mark.parametrize("which,slice_nodes,expected", [("uts", 20_000, (4112897, 4112897)),
+                                                         ("nqueens", 1, (2057, 92))])
+@pytest.mark.parametrize("keep_leaves", [True, False])
+def test_a_split_keeps_the_children_its_core_knows_to_be_leaves(which, slice_nodes, expected,
+                                                                 keep_leaves):
+    """``Core.leaf``: a split searches a known leaf itself rather than sending a task of one node;
+    with ``keep_leaves`` off the leaves travel as before. Every task is split again while it runs,
+    so tasks come from every depth; the totals are the same either way."""
+    engine = Engine(_uts_t3() if which == "uts" else NQueens(8))
+    engine.keep_leaves = keep_leaves
+    engine.start_root()
+    sent, waiting, value = [], [], 0
+    while True:
+        while engine.run(slice_nodes) == PAUSED:
+            waiting += engine.split(True)
+        value += engine.take_value()
+        if not waiting:
+            break
+        sent.append(waiting.pop())
+        engine.start(sent[-1])
+    leaves = sum(_is_leaf(which, node) for _, node in sent)
+    assert len(sent) > 20
+    assert leaves == 0 if keep_leaves else leaves > len(sent) // 10
+    assert (engine.nodes, value) == expected
+
+
 def test_split_on_optimisation_keeps_the_optimum(instances):
     graph = MaxClique.from_file(str(instances / "clique" / "brock200_4.clq"))
     victim, thief = Engine(graph.core(), prune_level=True), Engine(graph.core(), prune_level=True)

@@ -53,6 +53,7 @@ def test_every_steal_mode_on_ranks(ranks, instances, tmp_path, sequential):
     assert sequential[False]['stacksteal{"steal": "half"} nqueens'] == [724, 35539, "exhausted"]
     assert sequential[False]['stacksteal{"steal": "one"} clique'] == [17, "optimal"]
     assert sequential[False]['budget{"backtracks": 50, "steal": "level"} knapsack_py'] == 6925
+    assert sequential[False]['stacksteal{"steal": "one"} uts'] == [70037, 70037]
 
 
 @pytest.mark.parametrize("ranks", [16, 32])
@@ -83,3 +84,8 @@ def test_a_thiefs_doorbell_ends_its_victims_long_slice():
     quiet = _uts_t3(2, {"YEWPY_DOORBELLS": "0"})
     assert quiet["nodes"] == exact
     assert all(r["doorbells_rung"] == 0 for r in quiet["metrics"]["per_rank"])
+
+
+def test_leaves_travel_as_tasks_when_splits_do_not_keep_them():
+    """``YEWPY_KEEP_LEAVES=0`` (side-by-side runs) sends known leaves as tasks; still exact."""
+    assert _uts_t3(2, {"YEWPY_KEEP_LEAVES": "0"})["nodes"] == 4112897

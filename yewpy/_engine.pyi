@@ -39,6 +39,7 @@ class Engine:
     incumbent_version: int
     ranking: Ranking | None
     tracking: bool
+    keep_leaves: bool
     def __init__(self, core: Core, max_depth: int | None = None, spawn_depth: int = -1,
                  prune_level: bool = False, backtrack_budget: int = 0, target: Any = None,
                  initial_bound: Any = None, node_limit: int | None = None,

@@ -183,6 +183,8 @@ cdef class Engine:
     cdef long long* f_away
     cdef double* m_closed
     cdef readonly bint tracking             # keep that bookkeeping (progress estimates are on)
+    cdef public bint keep_leaves            # split: a child the core knows to be a leaf is not
+                                            # given away but accounted here (Core.leaf)
     cdef volatile unsigned char* flag       # pause_on: a slice ends early once flag[0] != 0
     cdef object flag_owner                  # the buffer that flag points into, kept alive
 
@@ -191,6 +193,7 @@ cdef class Engine:
                  node_limit=None, deadline=None, ranking=None, bint tracking=False):
         self.core = core
         self.tracking = tracking
+        self.keep_leaves = True
         self.kind = core.kind
         self.top = -1
         self.max_depth = 2147483647 if max_depth is None else max_depth
@@ -345,6 +348,15 @@ cdef class Engine:
         at[0] += 1
         at[1] += size
         at[2] += size * size
+
+    cdef inline void _closed_leaf(self, int a) noexcept:
+        """A leaf at depth a was searched outside a frame (a split kept it): a closed subtree of 1."""
+        if not self.tracking:
+            return
+        cdef double* at = self.m_closed + 3 * a
+        at[0] += 1
+        at[1] += 1
+        at[2] += 1
 
     cdef int _visit(self, int c, int a) except -1:
         """Account one newly generated node at frame c, depth a (the single accounting rule)."""
@@ -625,7 +637,10 @@ cdef class Engine:
         with ``limit > 0``, no deeper frame once ``limit`` tasks are taken (a stack thousands of
         frames deep is not emptied for one thief; frames are always taken whole).  The children are
         accounted here, as the victim's generator yields them; the thief accounts only their
-        descendants.  Returns a list of ``(depth, node)`` tasks, shallowest first.
+        descendants.  A child the core knows to be a leaf (``Core.leaf``) stays and is searched
+        here unless ``keep_leaves`` is off: on a binomial tree most children are leaves, and
+        each would otherwise cost a thief a round trip for one node.  Returns a list of
+        ``(depth, node)`` tasks, shallowest first.
         """
         cdef list tasks = []
         cdef int f, scratch, a, r, outcome
@@ -652,14 +667,17 @@ cdef class Engine:
                     break
                 if outcome == PRUNE:
                     continue
-                if a + 1 < self.max_depth:
+                if a + 1 >= self.max_depth:
+                    self._backtrack(a)
+                elif self.keep_leaves and self.core.leaf(scratch):
+                    self._backtrack(a)          # searched here: a round trip for one node costs more
+                    self._closed_leaf(a)
+                else:
                     tasks.append((a, self.core.dump(scratch)))
                     self.m_spawns[a] += 1
                     self.f_away[f] += 1
                     if not whole_level:
                         return tasks
-                else:
-                    self._backtrack(a)
             if tasks and (not all_levels or 0 < limit <= len(tasks)):
                 return tasks
         return tasks

@@ -75,6 +75,8 @@ cdef class Core:
     cdef object take_value(self)                          # enumeration: partial result, reset
     cdef object solution(self, int frame)                 # frame's node as the user sees it
     cdef int descend(self, Descent* d) except -1          # optional: the per-node loop, in the core
+    cdef int leaf(self, int frame) except -1              # optional: 1 when frame's node surely has
+                                                          # no children (a split keeps it); 0: maybe
 
 
 cdef class EnumerationCore(Core):

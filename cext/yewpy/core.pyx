@@ -65,6 +65,9 @@ cdef class Core:
     cdef int descend(self, Descent* d) except -1:
         raise NotImplementedError("Core.descend")
 
+    cdef int leaf(self, int frame) except -1:
+        return 0
+
     def search(self, coordination="seq", **params):
         """Run this search; see :func:`yewpy.search`."""
         if _searcher is None:

@@ -14,6 +14,9 @@ STEALS = ("half", "level", "one")
 # victim and the thief milliseconds to make, send and unpack, while a few hundred of the
 # shallowest are already most of the work.
 HALF_MOST = int(os.environ.get("YEWPY_HALF_MOST", "256"))   # the override is for experiments
+# A split keeps the children its core knows to be leaves (``Engine.keep_leaves``); ``0`` sends
+# them as tasks like any other, for side-by-side runs.
+KEEP_LEAVES = os.environ.get("YEWPY_KEEP_LEAVES", "1") != "0"
 
 
 def give(engine: Any, pool: Any, mode: str) -> list:
@@ -22,6 +25,7 @@ def give(engine: Any, pool: Any, mode: str) -> list:
         return pool.steal(mode, HALF_MOST)
     if not engine.active:
         return []
+    engine.keep_leaves = KEEP_LEAVES
     if mode == "one":
         return engine.split(False)
     if mode == "level":

@@ -75,6 +75,9 @@ cdef class NQueensCore(EnumerationCore):
         self.right[dest] = (self.right[frame] | bit) >> 1
         return 1
 
+    cdef int leaf(self, int frame) except -1:
+        return (~(self.cols[frame] | self.left[frame] | self.right[frame]) & self.full) == 0
+
     cdef int accumulate(self, int frame) except -1:
         if self.cols[frame] == self.full:
             self.boards += 1

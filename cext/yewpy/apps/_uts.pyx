@@ -431,6 +431,9 @@ cdef class UTSCore(EnumerationCore):
         self.nchild[dest] = self._children(out, h)
         return 1
 
+    cdef int leaf(self, int frame) except -1:
+        return self.nchild[frame] == 0
+
     cdef int accumulate(self, int frame) except -1:
         self.count += 1
         if self.nchild[frame] == 0:
