@@ -89,7 +89,7 @@ def test_compiled_cut_matches_brute_force(data, n, p, modes):
         assert oracle <= least * (1 + 1e-6) + 1e-6
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
     layers=st.integers(3, 8),
     hidden=st.sampled_from([1024, 4096, 8192]),

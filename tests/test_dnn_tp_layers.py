@@ -109,7 +109,7 @@ def test_a_stage_of_widened_layers_costs_what_the_wide_layout_does(rc, sp):
         assert cost.exposed == pytest.approx(exposed, rel=1e-12)
 
 
-@settings(max_examples=24, deadline=None)
+@settings(max_examples=14, deadline=None)
 @given(layers=st.integers(3, 8), hidden=st.sampled_from([2048, 4096, 8192]),
        batch=st.sampled_from([16, 32, 128]),
        cluster=st.sampled_from(["dgx-a100-80g:2x4", "dgx-v100-32g:2x4", "dgx-v100-16g:1x8",

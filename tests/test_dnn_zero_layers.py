@@ -116,7 +116,7 @@ def test_per_layer_options_match_stage_cost(cluster):
     assert checked > 10 and partial > 0 and both > 0
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(layers=st.integers(3, 8), hidden=st.sampled_from([2048, 4096, 8192]),
        batch=st.sampled_from([16, 32, 128]),
        cluster=st.sampled_from(["dgx-a100-80g:2x4", "dgx-v100-32g:2x4", "dgx-v100-16g:4x2",
@@ -307,7 +307,7 @@ def test_galvatron_refuses_what_its_strategy_file_cannot_say(change, says):
         restrict(Training(512, 2048, fix={"cp": 2}), "galvatron")
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(layers=st.integers(3, 6), hidden=st.sampled_from([2048, 4096, 8192]), batch=st.sampled_from([16, 64]),
        cluster=st.sampled_from(["dgx-v100-32g:4x2", "dgx-a100-80g:2x4", "dgx-v100-16g:8x1"]),
        mem=st.sampled_from([0.15, 0.3, 0.6]), experts=st.sampled_from([0, 0, 4]))

@@ -18,8 +18,9 @@ import pytest
 
 TUTORIAL = Path(__file__).resolve().parents[1] / "docs" / "tutorial.md"
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
-BUILD = ("from setuptools import setup; from Cython.Build import cythonize; "
-         "setup(ext_modules=cythonize('tut_core.pyx'), script_args=['build_ext', '--inplace'])")
+BUILD = ("import yewpy; from setuptools import setup; from Cython.Build import cythonize; "
+         "setup(ext_modules=cythonize('tut_core.pyx', include_path=[yewpy.get_include()]), "
+         "script_args=['build_ext', '--inplace'])")
 
 
 def blocks(language: str) -> list[str]:
@@ -82,6 +83,14 @@ def test_compiled_core_matches_python_twin(tut_core, namespace):
             assert compiled.nodes == python.nodes, (n, coordination, params)
             assert compiled.metrics["nodes"] == python.metrics["nodes"], (n, coordination, params)
     assert tut_core.NoAdjacentOnesCore(20).search().value == 17711
+
+
+def test_get_include_names_the_folder_of_the_contracts_headers():
+    """What the tutorial's build passes to Cython, installed or editable."""
+    import yewpy
+    headers = Path(yewpy.get_include()) / "yewpy"
+    assert (headers / "core.pxd").read_text().count("cdef class") >= 4
+    assert (headers / "_engine.pxd").is_file()
 
 
 def test_a_core_written_against_the_old_cimport_still_builds(tmp_path):

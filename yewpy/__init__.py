@@ -10,6 +10,7 @@ from yewpy import core as _core
 from yewpy.compiler import jit
 from yewpy.core import DecisionCore, EnumerationCore, OptimisationCore
 from yewpy.errors import InputError, UsageError
+from yewpy.headers import get_include
 from yewpy.kinds import Decision, Enumeration, Optimisation, TopK
 from yewpy.result import Result
 from yewpy.runtime.ranks import rank
@@ -23,5 +24,5 @@ _core.register_search(search)       # Core.search() without the compiled layer i
 __all__ = [
     "Budget", "Coordination", "Decision", "DecisionCore", "DepthBounded", "Enumeration", "EnumerationCore",
     "InputError", "Optimisation", "OptimisationCore", "Ordered", "Result", "Sequential", "StackStealing",
-    "TopK", "UsageError", "estimate", "jit", "option", "rank", "search",
+    "TopK", "UsageError", "estimate", "get_include", "jit", "option", "rank", "search",
 ]
