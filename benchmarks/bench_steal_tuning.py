@@ -14,6 +14,7 @@ short keeps what it has.
 
     python benchmarks/bench_steal_tuning.py --out /tmp/tune                      # 16 ranks
     python benchmarks/bench_steal_tuning.py --out /tmp/tune --ranks 2 --small    # a dry run
+    python benchmarks/bench_steal_tuning.py --out /tmp/sw --ranks 2 --sweep --variants today sendleaves
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ DEFAULT_VARIANTS = ["today", "nobells", "bells300us", "bells1ms"]
 SMALL = {"T3L": ["uts", "--tree", "T3L"], "T1L": ["uts", "--tree", "T1L"]}
 BIG = {"T3XXL": ["uts", "--tree", "T3XXL"], "T1XL": ["uts", "--tree", "T1XL"], "NQ17": ["nqueens", "17"]}
 DRY_SMALL = {"T3": ["uts", "--tree", "T3"], "T1": ["uts", "--tree", "T1"]}
+# --sweep: every UTS sample tree a 2-core machine finishes in seconds, and n-queens, as the small set
+SWEEP = {**{t: ["uts", "--tree", t] for t in ("T3L", "T1", "T2", "T3", "T4", "T5", "T1L", "T2L")},
+         **{f"NQ{n}": ["nqueens", str(n)] for n in (13, 14, 15)}}
 DRY_BIG = {"T3L": ["uts", "--tree", "T3L"]}
 
 
@@ -114,12 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", nargs="*", default=DEFAULT_VARIANTS, choices=list(VARIANTS))
     parser.add_argument("--small", action="store_true", help="the dry run's trees, for a 2-core machine")
     parser.add_argument("--no-big", action="store_true", help="the small trees and their ceilings only")
+    parser.add_argument("--sweep", action="store_true",
+                        help="UTS sample trees up to T3L and n-queens 13-15 as the small set; no big trees")
     parser.add_argument("--big", nargs="*", choices=list(BIG), help="these big trees only (default: all)")
     parser.add_argument("--big-variants", nargs="*", choices=list(VARIANTS),
                         help="the big trees' variants (default: today and the fastest on the first tree)")
     opts = parser.parse_args(argv)
     opts.out.mkdir(parents=True, exist_ok=True)
     small, big = (DRY_SMALL, DRY_BIG) if opts.small else (SMALL, BIG)
+    if opts.sweep:
+        small, big = SWEEP, {}
     if opts.no_big:
         big = {}
     elif opts.big and not opts.small:

@@ -128,6 +128,9 @@ class DepthHistogram(ShapeTree):
     def children(self, node: tuple):
         return ((c, node[1] + 1) for c in self.shape.get(node[0], ()))
 
+    def leaf(self, node: tuple) -> bool:
+        return not self.shape.get(node[0])
+
     def value(self, node: tuple) -> tuple:
         return ((node[1], 1),)
 

@@ -1,6 +1,7 @@
 """The engine contract: bounded slices, splitting off serialisable tasks, restarting from them."""
 
 import pickle
+import struct
 
 import pytest
 
@@ -100,6 +101,68 @@ def test_a_split_keeps_the_children_its_core_knows_to_be_leaves(which, slice_nod
     assert len(sent) > 20
     assert leaves == 0 if keep_leaves else leaves > len(sent) // 10
     assert (engine.nodes, value) == expected
+
+
+class Binomial(yewpy.Enumeration):
+    """40 root children; below them a node has 4 children or none, by a hash of its number."""
+
+    def root(self):
+        return (0, 0)
+
+    def fanout(self, node):
+        if node[1] == 0:
+            return 40
+        return 4 if node[1] < 12 and (node[0] * 2654435761) % 7 < 2 else 0
+
+    def children(self, node):
+        for i in range(self.fanout(node)):
+            yield ((node[0] * 31 + i + 1) % 1000003, node[1] + 1)
+
+    def leaf(self, node):
+        return self.fanout(node) == 0
+
+
+class BinomialNoLeaf(Binomial):
+    leaf = yewpy.Enumeration.leaf
+
+
+def _binomial_size():
+    """Counted by plain recursion, apart from the engine."""
+    tree = Binomial()
+    return 1 + sum(_binomial_size_below(tree, child) for child in tree.children(tree.root()))
+
+
+def _binomial_size_below(tree, node):
+    return 1 + sum(_binomial_size_below(tree, child) for child in tree.children(node))
+
+
+def _as_node(payload):
+    """A task's node: a Python search's tuple, or a jitted search's record of two int64 slots."""
+    return struct.unpack("<2q", payload) if isinstance(payload, bytes) else payload
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_a_python_search_may_say_which_nodes_are_leaves(jitted):
+    """``leaf(node)`` on a Python or ``@yewpy.jit`` search: splits keep those children, as with a
+    compiled core's ``Core.leaf``; a class without it sends them. Same totals either way."""
+    counts = {}
+    for cls in (Binomial, BinomialNoLeaf):
+        engine = Engine(core_of(yewpy.jit(cls)() if jitted else cls()))
+        engine.start_root()
+        sent, waiting = [], []
+        while True:
+            while engine.run(1) == PAUSED:
+                waiting += engine.split(True)
+            if not waiting:
+                break
+            sent.append(waiting.pop())
+            engine.start(sent[-1])
+        leaves = [task for task in sent if cls().fanout(_as_node(task[1])) == 0]
+        counts[cls] = (engine.nodes, engine.take_value(), len(sent), len(leaves))
+    nodes, value, sent, leaves = counts[Binomial]
+    assert (nodes, value) == counts[BinomialNoLeaf][:2] == (_binomial_size(), _binomial_size())
+    assert leaves == 0 and sent > 20
+    assert counts[BinomialNoLeaf][3] > counts[BinomialNoLeaf][2] // 10
 
 
 def test_split_on_optimisation_keeps_the_optimum(instances):

@@ -1,5 +1,6 @@
 """Type stubs for the compiled engine (cext/yewpy/_engine.pyx)."""
 
+from collections.abc import Callable
 from typing import Any
 
 from yewpy.core import Core
@@ -20,7 +21,8 @@ Task = tuple[int, Any]
 def monotonic() -> float: ...
 
 class PyCore(Core):
-    def __init__(self, problem: Any, kind: int, has_bound: bool, sign: float, counting: bool) -> None: ...
+    def __init__(self, problem: Any, kind: int, has_bound: bool, sign: float, counting: bool,
+                 leaf: Callable[[Any], bool] | None = None) -> None: ...
 
 class Engine:
     core: Core

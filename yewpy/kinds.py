@@ -16,7 +16,7 @@ and an optimistic bound.  ``search()`` runs it on the compiled engine through an
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from yewpy._engine import DECISION, ENUMERATION, OPTIMISATION, PyCore
@@ -38,6 +38,15 @@ class _Search:
     def children(self, node: Any) -> Iterable[Any]:
         """The children of ``node``, best first; consumed lazily, so a generator is ideal."""
         raise NotImplementedError(f"{type(self).__name__} must define children(node)")
+
+    def leaf(self, node: Any) -> bool:
+        """Optional: true when ``node`` surely has no children. A split (giving a thief work) then
+        searches such a child where it is instead of sending a task of one node."""
+        raise NotImplementedError
+
+    def _leaf_test(self) -> Callable[[Any], bool] | None:
+        """``leaf`` where the class defines it, else None: the engine then never asks."""
+        return self.leaf if type(self).leaf is not _Search.leaf else None
 
     def search(self, coordination: Any = "seq", **params: Any) -> Result:
         """Run this search; see :func:`yewpy.search` for the coordinations and parameters."""
@@ -70,7 +79,7 @@ class Enumeration(_Search):
         cls = type(self)
         counting = (cls.value is Enumeration.value and cls.combine is Enumeration.combine
                     and self.zero == 0)
-        return PyCore(self, ENUMERATION, False, 1.0, counting)
+        return PyCore(self, ENUMERATION, False, 1.0, counting, self._leaf_test())
 
 
 class Decision(_Search):
@@ -86,7 +95,7 @@ class Decision(_Search):
 
     def _core(self) -> PyCore:
         has_bound = type(self).bound is not Decision.bound
-        return PyCore(self, DECISION, has_bound, 1.0, False)
+        return PyCore(self, DECISION, has_bound, 1.0, False, self._leaf_test())
 
 
 class Optimisation(_Search):
@@ -106,7 +115,8 @@ class Optimisation(_Search):
         if self.sense not in ("max", "min"):
             raise ValueError(f"sense must be 'max' or 'min', got {self.sense!r}")
         has_bound = type(self).bound is not Optimisation.bound
-        return PyCore(self, OPTIMISATION, has_bound, 1.0 if self.sense == "max" else -1.0, False)
+        return PyCore(self, OPTIMISATION, has_bound, 1.0 if self.sense == "max" else -1.0, False,
+                      self._leaf_test())
 
 
 class TopK(Ranked, Optimisation):

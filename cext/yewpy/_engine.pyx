@@ -58,13 +58,14 @@ cdef class PyCore(Core):
     cdef object problem
     cdef list nodes
     cdef list gens
-    cdef object children_fn, objective_fn, bound_fn, value_fn, combine_fn
+    cdef object children_fn, objective_fn, bound_fn, value_fn, combine_fn, leaf_fn
     cdef object acc
     cdef long long count
     cdef bint counting
 
-    def __init__(self, problem, int kind, bint has_bound, double sign, bint counting):
+    def __init__(self, problem, int kind, bint has_bound, double sign, bint counting, leaf=None):
         self.problem = problem
+        self.leaf_fn = leaf
         self.kind = kind
         self.has_bound = has_bound
         self.sign = sign
@@ -117,6 +118,9 @@ cdef class PyCore(Core):
 
     cdef double objective(self, int frame) except? -1:
         return self.objective_fn(self.nodes[frame])
+
+    cdef int leaf(self, int frame) except -1:
+        return self.leaf_fn is not None and bool(self.leaf_fn(self.nodes[frame]))
 
     cdef double bound(self, int frame) except? -1:
         return self.bound_fn(self.nodes[frame])

@@ -69,11 +69,13 @@ cdef class JitCore(Core):
     cdef int64_t acc[3]            # expand's stop flag (ends children() at a break), the integer
                                    # sum or count, the float sum (its bits): shared with descend
     cdef descend_fn walk
+    cdef object leaf_fn            # the class's Python leaf(node), asked only by splits; or None
 
     def __init__(self, problem, codec, bytes root_record, keep, uintptr_t env, int width, int kind,
                  bint has_bound, double sign, int fold, uintptr_t expand, uintptr_t value=0,
-                 uintptr_t objective=0, uintptr_t bound=0, uintptr_t descend=0):
+                 uintptr_t objective=0, uintptr_t bound=0, uintptr_t descend=0, leaf=None):
         self.problem = problem
+        self.leaf_fn = leaf
         self.codec = codec
         self.root_record = root_record
         self.keep = keep
@@ -157,6 +159,9 @@ cdef class JitCore(Core):
 
     cdef object solution(self, int frame):
         return self.codec.decode(self.dump(frame))
+
+    cdef int leaf(self, int frame) except -1:
+        return self.leaf_fn is not None and bool(self.leaf_fn(self.solution(frame)))
 
     cdef int open(self, int frame) except -1:
         cdef Frame* f = self.fr + frame

@@ -113,7 +113,8 @@ def core_of(problem: Any) -> JitCore:
         address = _addresses[shape] = {name: getattr(module, name).address for name in (*entries, "descend")}
     return JitCore(problem, layout, layout.encode(root), keep, env.ctypes.data, layout.width, kind,
                    "bound" in entries, sign, fold, address["expand"], address.get("value", 0),
-                   address.get("objective", 0), address.get("bound", 0), address["descend"])
+                   address.get("objective", 0), address.get("bound", 0), address["descend"],
+                   problem._leaf_test())
 
 
 def _environment(problem: Any, plan: source.Plan) -> tuple:
