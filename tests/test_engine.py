@@ -103,6 +103,26 @@ def test_a_split_keeps_the_children_its_core_knows_to_be_leaves(which, slice_nod
     assert (engine.nodes, value) == expected
 
 
+@pytest.mark.parametrize("keep_leaves", [True, False])
+def test_spawning_keeps_the_children_its_core_knows_to_be_leaves(keep_leaves):
+    """Depth-bounded spawning (``spawn_depth``) also searches a known leaf in place rather than
+    making it a task: on UTS T3 at spawn depth 2, 467 tasks instead of 3,864."""
+    engine = Engine(_uts_t3(), spawn_depth=2)
+    engine.keep_leaves = keep_leaves
+    engine.start_root()
+    assert engine.run(-1) == DONE
+    tasks, engine.spawned, done = engine.spawned, [], 0
+    while done < len(tasks):
+        engine.start(tasks[done])
+        assert engine.run(-1) == DONE
+        tasks += engine.spawned
+        engine.spawned = []
+        done += 1
+    leaves = sum(_is_leaf("uts", node) for _, node in tasks)
+    assert (engine.nodes, engine.take_value()) == (4112897, 4112897)
+    assert (len(tasks), leaves) == ((467, 0) if keep_leaves else (3864, 3397))
+
+
 class Binomial(yewpy.Enumeration):
     """40 root children; below them a node has 4 children or none, by a hash of its number."""
 

@@ -462,7 +462,7 @@ cdef class Engine:
             budget_hit = False
             if outcome == CONTINUE:
                 if a + 1 < self.max_depth:
-                    if a <= self.spawn_depth:
+                    if a <= self.spawn_depth and not (self.keep_leaves and core.leaf(c)):
                         self.spawned.append((a, core.dump(c)))
                         self.m_spawns[a] += 1
                         if self.tracking:
