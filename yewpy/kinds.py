@@ -40,8 +40,8 @@ class _Search:
         raise NotImplementedError(f"{type(self).__name__} must define children(node)")
 
     def leaf(self, node: Any) -> bool:
-        """Optional: true when ``node`` surely has no children. A split (giving a thief work) then
-        searches such a child where it is instead of sending a task of one node."""
+        """Optional: true when ``node`` surely has no children. Giving work away (a thief's share,
+        a depth-bounded spawn) then searches such a child in place, not as a task of one node."""
         raise NotImplementedError
 
     def _leaf_test(self) -> Callable[[Any], bool] | None:

@@ -187,8 +187,8 @@ cdef class Engine:
     cdef long long* f_away
     cdef double* m_closed
     cdef readonly bint tracking             # keep that bookkeeping (progress estimates are on)
-    cdef public bint keep_leaves            # split: a child the core knows to be a leaf is not
-                                            # given away but accounted here (Core.leaf)
+    cdef public bint keep_leaves            # split, spawn: a child the core knows to be a leaf
+                                            # is searched here, not made a task (Core.leaf)
     cdef volatile unsigned char* flag       # pause_on: a slice ends early once flag[0] != 0
     cdef object flag_owner                  # the buffer that flag points into, kept alive
 
@@ -354,7 +354,7 @@ cdef class Engine:
         at[2] += size * size
 
     cdef inline void _closed_leaf(self, int a) noexcept:
-        """A leaf at depth a was searched outside a frame (a split kept it): a closed subtree of 1."""
+        """A split kept a leaf at depth a (searched without a frame): a closed subtree of 1 node."""
         if not self.tracking:
             return
         cdef double* at = self.m_closed + 3 * a

@@ -69,7 +69,7 @@ cdef class JitCore(Core):
     cdef int64_t acc[3]            # expand's stop flag (ends children() at a break), the integer
                                    # sum or count, the float sum (its bits): shared with descend
     cdef descend_fn walk
-    cdef object leaf_fn            # the class's Python leaf(node), asked only by splits; or None
+    cdef object leaf_fn            # the class's Python leaf(node), asked by splits and spawns; or None
 
     def __init__(self, problem, codec, bytes root_record, keep, uintptr_t env, int width, int kind,
                  bint has_bound, double sign, int fold, uintptr_t expand, uintptr_t value=0,

@@ -76,7 +76,8 @@ cdef class Core:
     cdef object solution(self, int frame)                 # frame's node as the user sees it
     cdef int descend(self, Descent* d) except -1          # optional: the per-node loop, in the core
     cdef int leaf(self, int frame) except -1              # optional: 1 when frame's node surely has
-                                                          # no children (a split keeps it); 0: maybe
+                                                          # no children (splits and spawns keep it,
+                                                          # no task); 0: maybe
 
 
 cdef class EnumerationCore(Core):
