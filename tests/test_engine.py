@@ -77,6 +77,21 @@ def _is_leaf(which, node):
     return ~(cols | left | right) & 0xFF == 0
 
 
+def _split_while_searching(engine, slice_nodes):
+    """Search from the root, splitting every open level after each slice and searching the tasks
+    one by one (each split again as it runs): the tasks sent, and the value folded."""
+    engine.start_root()
+    sent, waiting, value = [], [], 0
+    while True:
+        while engine.run(slice_nodes) == PAUSED:
+            waiting += engine.split(True)
+        value += engine.take_value()
+        if not waiting:
+            return sent, value
+        sent.append(waiting.pop())
+        engine.start(sent[-1])
+
+
 @pytest.mark.parametrize("which,slice_nodes,expected", [("uts", 20_000, (4112897, 4112897)),
                                                          ("nqueens", 1, (2057, 92))])
 @pytest.mark.parametrize("keep_leaves", [True, False])
@@ -87,16 +102,7 @@ def test_a_split_keeps_the_children_its_core_knows_to_be_leaves(which, slice_nod
     so tasks come from every depth; the totals are the same either way."""
     engine = Engine(_uts_t3() if which == "uts" else NQueens(8))
     engine.keep_leaves = keep_leaves
-    engine.start_root()
-    sent, waiting, value = [], [], 0
-    while True:
-        while engine.run(slice_nodes) == PAUSED:
-            waiting += engine.split(True)
-        value += engine.take_value()
-        if not waiting:
-            break
-        sent.append(waiting.pop())
-        engine.start(sent[-1])
+    sent, value = _split_while_searching(engine, slice_nodes)
     leaves = sum(_is_leaf(which, node) for _, node in sent)
     assert len(sent) > 20
     assert leaves == 0 if keep_leaves else leaves > len(sent) // 10
@@ -146,14 +152,9 @@ class BinomialNoLeaf(Binomial):
     leaf = yewpy.Enumeration.leaf
 
 
-def _binomial_size():
+def _binomial_size(tree, node):
     """Counted by plain recursion, apart from the engine."""
-    tree = Binomial()
-    return 1 + sum(_binomial_size_below(tree, child) for child in tree.children(tree.root()))
-
-
-def _binomial_size_below(tree, node):
-    return 1 + sum(_binomial_size_below(tree, child) for child in tree.children(node))
+    return 1 + sum(_binomial_size(tree, child) for child in tree.children(node))
 
 
 def _as_node(payload):
@@ -165,22 +166,15 @@ def _as_node(payload):
 def test_a_python_search_may_say_which_nodes_are_leaves(jitted):
     """``leaf(node)`` on a Python or ``@yewpy.jit`` search: splits keep those children, as with a
     compiled core's ``Core.leaf``; a class without it sends them. Same totals either way."""
-    counts = {}
+    counts, tree = {}, Binomial()
     for cls in (Binomial, BinomialNoLeaf):
         engine = Engine(core_of(yewpy.jit(cls)() if jitted else cls()))
-        engine.start_root()
-        sent, waiting = [], []
-        while True:
-            while engine.run(1) == PAUSED:
-                waiting += engine.split(True)
-            if not waiting:
-                break
-            sent.append(waiting.pop())
-            engine.start(sent[-1])
-        leaves = [task for task in sent if cls().fanout(_as_node(task[1])) == 0]
-        counts[cls] = (engine.nodes, engine.take_value(), len(sent), len(leaves))
+        sent, value = _split_while_searching(engine, 1)
+        leaves = [task for task in sent if tree.fanout(_as_node(task[1])) == 0]
+        counts[cls] = (engine.nodes, value, len(sent), len(leaves))
     nodes, value, sent, leaves = counts[Binomial]
-    assert (nodes, value) == counts[BinomialNoLeaf][:2] == (_binomial_size(), _binomial_size())
+    size = _binomial_size(tree, tree.root())
+    assert (nodes, value) == counts[BinomialNoLeaf][:2] == (size, size)
     assert leaves == 0 and sent > 20
     assert counts[BinomialNoLeaf][3] > counts[BinomialNoLeaf][2] // 10
 

@@ -73,7 +73,8 @@ class StageCosts:
             else:
                 tab = StageTables(self.model, gr, t, d, b, self.train, ep_group_inter=inter, ep=ep, c=c,
                                   slices=n)
-                self._dense_tables[g, t, b, ep, c, n] = tab
+                if not self.model.moe:
+                    self._dense_tables[g, t, b, ep, c, n] = tab
             self.tables[key] = tab
         return tab
 
