@@ -26,7 +26,13 @@ from yewpy.apps.dnn.cost import (
 )
 from yewpy.apps.dnn.model_files import load_model
 from yewpy.apps.dnn.models import Model
-from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, describe, heads_not_divided
+from yewpy.apps.dnn.planner import (
+    ExhaustivePlanSearch,
+    PlanSearch,
+    describe,
+    heads_not_divided,
+    pairable_groups,
+)
 from yewpy.apps.dnn.planner.adagrouper import ada_grouper, read_trace
 from yewpy.apps.dnn.planner.launch import LAUNCHERS, launch_lines, megatron_model_refusal, restrict
 from yewpy.apps.dnn.published import TP_COMM_OVERLAP, runs, summary
@@ -244,9 +250,17 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
         tp_overlap=args.tp_overlap,
         wan_compression=wan_ratios(args.wan_compression),
         stage_replication=args.stage_replication,
+        mixed_tp=args.mixed_tp,
         fix=fix,
         precision=precision,
     )
+    if args.mixed_tp:
+        if args.no_sp:
+            raise UsageError("--mixed-tp: uneven tensor-parallel shares need sequence parallelism (every "
+                             "activation split by the shares); drop --no-sp")
+        if not pairable_groups(cluster):
+            raise UsageError("--mixed-tp: the cluster has no two groups of different GPUs at one site with "
+                             "as many nodes of as many GPUs each to pair")
     why = megatron_model_refusal(model) if args.launcher == "megatron" else None
     if why:
         raise UsageError(f"--launcher megatron: {why}")
@@ -355,6 +369,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="per-layer tensor parallelism (Galvatron): a stage may run its fewest first "
                              "layers that let it fit at twice its TP degree and half its data-parallel "
                              "degree; only Galvatron runs such plans")
+    parser.add_argument("--mixed-tp", action="store_true",
+                        help="pair the nodes of two groups of different GPUs into tensor-parallel groups "
+                             "that split each layer unevenly between the kinds (HAP's sharding ratios; "
+                             "needs as many nodes of as many GPUs in each, and sequence parallelism; "
+                             "no launcher here runs such plans)")
     parser.add_argument("--stage-replication", action="store_true",
                         help="let pipeline stages differ in data-parallel degree (DAPPLE's per-stage "
                              "replication; neither Megatron-LM nor DeepSpeed runs such plans)")
@@ -401,10 +420,22 @@ def _zero(stage: dict) -> str:
 
 
 def _tp(stage: dict) -> str:
-    """A stage's TP degree; ``T+W:N``: per-layer, its first N layers at degree W and the rest at T."""
+    """A stage's TP degree; ``T+W:N``: per-layer, its first N layers at degree W and the rest at T;
+    on paired groups (``--mixed-tp``) each GPU kind's share of every TP group's work."""
+    shares = stage.get("tp_shares")
+    if shares:
+        half = stage["tp"] // 2
+        return f"{stage['tp']} ({', '.join(f'{half} {name} at {x:.0%}' for name, x in shares.items())})"
     if "wide_tp_layers" not in stage:
         return str(stage["tp"])
     return f"{stage['tp']}+{stage['wide_tp']}:{stage['wide_tp_layers']}"
+
+
+def _paired(plan: dict) -> str:
+    """Where a plan's TP groups pair two GPU kinds (``--mixed-tp``): each kind's share, per paired group."""
+    pairs = dict.fromkeys(" / ".join(f"{name} {x:.0%}" for name, x in stage["tp_shares"].items())
+                          for stage in plan["stages"] if "tp_shares" in stage)
+    return "".join(f" (tp shares {p})" for p in pairs)
 
 
 def _wan(stage: dict) -> str:
@@ -460,7 +491,7 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
         )
     for i, alt in enumerate(x["top"][1:], 2):
         lines.append(
-            f"#{i}: {_degrees(alt, model.moe)} mb={alt['microbatch']} {_schedule(alt)} "
+            f"#{i}: {_degrees(alt, model.moe)} mb={alt['microbatch']} {_schedule(alt)}{_paired(alt)} "
             f"{alt['iteration_seconds']:.4f} s"
         )
     if x["sensitivity"]:

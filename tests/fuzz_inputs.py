@@ -1458,6 +1458,8 @@ def cases_dnn_cli(rng: random.Random, folder: Path, count: int):
             else:
                 c_arg = rng.choice(SMALL_SPECS)
                 c_arg = mutate_spec(c_arg, rng) if k % 4 == 2 else c_arg
+                if k % 6 == 2:      # two GPU kinds to pair, for --mixed-tp below
+                    c_arg = SMALL_SPECS[-1]
                 c_expect = _verdict(oracle_cluster_spec, c_arg)
             if _small(c_expect, lambda e: len(e) <= 2 and sum(n * g for n, g, _ in e) <= 16):
                 break
@@ -1467,9 +1469,19 @@ def cases_dnn_cli(rng: random.Random, folder: Path, count: int):
             argv += ["--zero", "0,1,2,3,layers", "--recompute", "none,selective,full,block"]
         if k % 3 == 1:  # and TP degree by layer (Galvatron)
             argv.append("--tp-layers")
+        if k % 6 == 2 and _pairable(c_expect):  # uneven TP shares on two GPU kinds (HAP)
+            argv.append("--mixed-tp")
         both = next((e for e in (m_expect, c_expect) if isinstance(e, Invalid)), m_expect)
         yield (argv, [str(model)], both,
                lambda a=argv, m=m_expect, c=c_expect, p=str(model), cp=c_arg: judge_dnn_cli(a, m, c, p, cp))
+
+
+def _pairable(expect) -> bool:
+    """Whether a valid preset spec's groups include two of different GPUs (memory) with as many nodes
+    of as many GPUs each: the pairs ``--mixed-tp`` needs."""
+    if isinstance(expect, Invalid):
+        return False
+    return any(a[:2] == b[:2] and a[2] != b[2] for i, a in enumerate(expect) for b in expect[i + 1:])
 
 
 def judge_dnn_cli(argv: list[str], m_expect, c_expect, model: str, cluster: str) -> tuple[str, str]:

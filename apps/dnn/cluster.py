@@ -58,6 +58,9 @@ class DeviceGroup:
     inter_latency: float    # seconds per message between nodes
     bf16: bool = True       # computes in bfloat16 (compute capability 8.0 and later; V100s do not)
     site: str = ""          # its data centre ("": the one site); sites meet over wide-area links
+    #: a planner's pairing of two groups' nodes (HAP's uneven tensor-parallel shares): each GPU kind's
+    #: name and the share of every tensor-parallel group's work its half takes; () for real nodes
+    tp_shares: tuple = ()
 
     @property
     def gpus(self) -> int:

@@ -101,6 +101,7 @@ class Training:
     token_slices: tuple = (2, 4, 8, 16, 32, 64)  # TeraPipe: n slices of equal cost per sequence
     wan_compression: tuple = (1.0,)  # FusionLLM: top-k ratios allowed on links between sites (1: none)
     stage_replication: bool = False  # DAPPLE: stages may differ in data-parallel degree (off: one d for all)
+    mixed_tp: bool = False  # HAP: TP groups of two GPU kinds with uneven shares (uneven_tp_group)
     slice_overhead: float = TERAPIPE_SLICE_OVERHEAD  # seconds a token slice adds per block and pass
     microbatches: tuple = (1, 2, 4, 8, 16)
     interleave: tuple = (2, 4)  # v for the interleaved schedule
@@ -127,6 +128,47 @@ class Training:
 
     def usable(self, group: DeviceGroup) -> float:
         return self.memory_fraction * group.memory - self.memory_reserve
+
+
+# -- uneven tensor-parallel shares on two GPU kinds (HAP) ----------------------------------------
+
+
+#: the least difference between two tried shares of a paired group (tp_share_choices)
+SHARE_STEP = 0.02
+
+
+def uneven_tp_group(a: DeviceGroup, b: DeviceGroup, x: float, train: Training) -> DeviceGroup:
+    """The nodes of ``a`` paired one to one with those of ``b`` (HAP's sharding ratios): every
+    tensor-parallel group takes t/2 GPUs of each kind, its ``a`` half does the share ``x`` of its
+    work and holds that share of its state and (sequence-parallel) activations, the ``b`` half 1 - x,
+    and its all-reduces cross the network. Returned as the group whose GPUs, sharing evenly, would
+    cost the same: a TP group's time is max(2x/r_a, 2(1-x)/r_b) W/t, so the per-GPU rate (and HBM
+    bandwidth) is 1 / (2 max(x/r_a, (1-x)/r_b)), and the usable memory min(u_a/2x, u_b/2(1-x))."""
+    def rate(ra: float, rb: float) -> float:
+        return 1.0 / (2.0 * max(x / ra, (1.0 - x) / rb))
+
+    usable = min(train.usable(a) / (2.0 * x), train.usable(b) / (2.0 * (1.0 - x)))
+    bandwidth = min(a.inter_bandwidth, b.inter_bandwidth)
+    latency = max(a.inter_latency, b.inter_latency)
+    return DeviceGroup(
+        f"{a.name}+{b.name}", a.nodes, a.gpus_per_node + b.gpus_per_node,
+        (usable + train.memory_reserve) / train.memory_fraction, rate(a.peak_flops, b.peak_flops),
+        rate(a.hbm_bandwidth, b.hbm_bandwidth), bandwidth, bandwidth, latency, latency, a.bf16 and b.bf16,
+        a.site, ((a.name, x), (b.name, 1.0 - x)))
+
+
+def tp_share_choices(a: DeviceGroup, b: DeviceGroup, train: Training) -> tuple[float, ...]:
+    """The shares of the ``a`` half that the planner tries: even (what one share per GPU gives), in
+    proportion to peak FLOP/s (no GPU waits: HAP's LP without memory rows), in proportion to usable
+    memory (the most state fits), and halfway between the last two (memory binds, speed still pays)."""
+    speed = a.peak_flops / (a.peak_flops + b.peak_flops)
+    ua, ub = train.usable(a), train.usable(b)
+    memory = ua / (ua + ub) if ua > 0 and ub > 0 else speed
+    kept: list[float] = []
+    for x in (0.5, speed, memory, (speed + memory) / 2):
+        if all(abs(x - y) >= SHARE_STEP for y in kept):    # closer shares cost within a percent
+            kept.append(x)
+    return tuple(sorted(kept))
 
 
 # -- closed forms (test vectors) -----------------------------------------------------------------

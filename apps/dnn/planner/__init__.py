@@ -11,8 +11,8 @@ Shared pieces (models, clusters, the cost model) sit beside it in ``apps/dnn``."
 
 from yewpy.apps.dnn.planner.describe import describe
 from yewpy.apps.dnn.planner.search import ExhaustivePlanSearch, PlanSearch
-from yewpy.apps.dnn.planner.shapes import Shape, heads_not_divided
+from yewpy.apps.dnn.planner.shapes import Shape, heads_not_divided, pairable_groups
 from yewpy.apps.dnn.planner.shares import integer_shares, water_fill
 
 __all__ = ["ExhaustivePlanSearch", "PlanSearch", "Shape", "describe", "heads_not_divided", "integer_shares",
-           "water_fill"]
+           "pairable_groups", "water_fill"]

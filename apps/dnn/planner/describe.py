@@ -59,6 +59,8 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
                     else [e[3].sharded for e in entries]} if per_layer_zero(z) else {}),
                 **({"wide_tp": 2 * entries[0][1], "wide_tp_layers": entries[0][3].widened}
                    if per_layer_tp(z) else {}),
+                **({"tp_shares": dict(groups[sh.parts[g][0]].tp_shares)}
+                   if pipe and groups[sh.parts[g][0]].tp_shares else {}),
                 **_wan_entry(search, sid, stages[j - 1][0] if j else None, g),
                 "ms_per_microbatch": [round(e[3].tau * 1e3, 4) for e in entries],
                 "memory_gb": round(max(e[3].memory for e in entries) / 2**30, 3),

@@ -28,6 +28,11 @@ _UNEVEN_DP = ("its stages differ in data-parallel degree (DAPPLE's per-stage rep
               "builds one data-parallel group size for every stage")
 
 
+_UNEVEN_TP = ("its tensor-parallel groups split each layer unevenly between GPU types (HAP's sharding "
+              "ratios): the launcher splits every layer evenly; HAP's runtime (github.com/ylxdzsw/hap) runs "
+              "such plans")
+
+
 class CannotExpress(Exception):
     """The plan uses something the launcher cannot run; the message says what."""
 
@@ -39,7 +44,8 @@ def restrict(train: Training, launcher: str) -> Training:
                         schedules=tuple(s for s in train.schedules if s in MEGATRON_SCHEDULES),
                         recompute=tuple(r for r in train.recompute if r != "block"),
                         wan_compression=(1.0,), stage_replication=False, zero_layers=False,
-                        tp_layers=False, uniform_recompute=True, hap=False, one_tp=True, interleave_min_pp=3,
+                        tp_layers=False, mixed_tp=False, uniform_recompute=True, hap=False, one_tp=True,
+                        interleave_min_pp=3,
                         megatron_stages=True)
         if train.precision == "fp16":  # Megatron-LM's MoE layers need bf16 for expert parallelism
             if train.fix.get("ep", 1) != 1:
@@ -58,7 +64,7 @@ def restrict(train: Training, launcher: str) -> Training:
                              "no context parallelism (cp=1)")
         train = replace(train, launcher=launcher, fix=dict(train.fix, pp=1, tp=1, cp=1), schedules=("1f1b",),
                         recompute=tuple(r for r in train.recompute if r not in ("selective", "block")),
-                        zero_layers=False, tp_layers=False, uniform_recompute=True, hap=False)
+                        zero_layers=False, tp_layers=False, mixed_tp=False, uniform_recompute=True, hap=False)
         what = "recomputation mode (DeepSpeed checkpoints whole layers: none or full)"
     elif launcher == "galvatron":
         if train.fix.get("cp", 1) != 1 or train.fix.get("ep", 1) != 1:
@@ -69,8 +75,8 @@ def restrict(train: Training, launcher: str) -> Training:
                         zero=tuple(z for z in train.zero if z == 3 or z == base),
                         schedules=tuple(s for s in train.schedules if s in GALVATRON_SCHEDULES),
                         recompute=tuple(r for r in train.recompute if r != "selective"),
-                        wan_compression=(1.0,), stage_replication=False, hap=False, one_tp=True,
-                        fix=dict(train.fix, cp=1, ep=1))
+                        wan_compression=(1.0,), stage_replication=False, mixed_tp=False, hap=False,
+                        one_tp=True, fix=dict(train.fix, cp=1, ep=1))
         what = ("ZeRO stage (Galvatron's data-parallel types are DDP, ZeRO-2 and ZeRO-3), recomputation mode "
                 "(Galvatron checkpoints whole layers: none, full or block)")
     else:
@@ -102,6 +108,8 @@ def _one_layout_refusal(plan: dict, no_compression: str) -> str | None:
     cannot run ``plan``, or None (``no_compression`` ends the compression refusal)."""
     if plan["mode"] == "hap":
         return "it gives replicas on different GPU types different micro-batch shares"
+    if any("tp_shares" in s for s in plan["stages"]):
+        return _UNEVEN_TP
     if isinstance(plan["tp"], list):
         return "its device groups use different tensor-parallel degrees"
     if isinstance(plan["dp"], list):
@@ -228,6 +236,8 @@ def deepspeed_refusal(plan: dict) -> str | None:
     """Why a DeepSpeed config cannot describe ``plan``, or None."""
     if plan["mode"] == "hap":
         return "it gives replicas on different GPU types different micro-batch shares"
+    if any("tp_shares" in s for s in plan["stages"]):
+        return _UNEVEN_TP
     if isinstance(plan["dp"], list):
         return _UNEVEN_DP
     if plan["tp"] != 1 or plan["pp"] != 1 or "wide_tp_layers" in plan["stages"][0]:

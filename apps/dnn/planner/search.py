@@ -42,7 +42,7 @@ from yewpy.apps.dnn.planner.bounds import SAFETY, Bounds, pipe_bound
 from yewpy.apps.dnn.planner.dominance import Dominance
 from yewpy.apps.dnn.planner.pareto import pareto_scalar, pareto_vector
 from yewpy.apps.dnn.planner.seed import Seeding
-from yewpy.apps.dnn.planner.shapes import Shape, Shapes
+from yewpy.apps.dnn.planner.shapes import Shape, Shapes, mixed_tp_cluster
 from yewpy.apps.dnn.planner.shares import integer_shares
 from yewpy.apps.dnn.planner.stage_costs import StageCosts
 from yewpy.kinds import TopK
@@ -67,8 +67,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
 
     #: caches whose entries depend only on their keys: a copy shares them (see ``__deepcopy__``)
     SHARED = frozenset({
-        "model", "cluster", "train", "shapes", "tables", "_dense_tables", "costs", "opts", "_slots_cache",
-        "_slot_cache",
+        "model", "cluster", "covers", "train", "shapes", "tables", "_dense_tables", "costs", "opts",
+        "_slots_cache", "_slot_cache",
         "_least_cache",
         "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
         "_stage_floor_cores", "_wan_cache", "_kind_cache", "_twins_cache", "_ratio_cache", "_ranking",
@@ -94,6 +94,9 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self, model: Model, cluster: Cluster, train: Training, memo: bool = True, rank: bool = True,
         top: int = 1,
     ) -> None:
+        self.covers: dict = {}  # a paired group's index -> its two real groups (--mixed-tp)
+        if train.mixed_tp and train.sequence_parallel:   # shares split every activation only with SP
+            cluster, self.covers = mixed_tp_cluster(cluster, train)
         self.model, self.cluster, self.train = model, cluster, train
         self.k = max(1, top)
         self.found: dict = {}  # shape -> the best time this worker has seen

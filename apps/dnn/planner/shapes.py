@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, replace
 
 from yewpy.apps.dnn.cluster import Cluster
-from yewpy.apps.dnn.cost import RECOMPUTE, Training
+from yewpy.apps.dnn.cost import RECOMPUTE, Training, tp_share_choices, uneven_tp_group
 from yewpy.apps.dnn.models import Model
 
 
@@ -90,6 +90,47 @@ def heads_not_divided(model: Model, t: int) -> tuple[int, str] | None:
     return None
 
 
+def mixed_tp_cluster(cluster: Cluster, train: Training) -> tuple[Cluster, dict]:
+    """``cluster`` with, for every two groups of different GPUs at one site with as many nodes of as
+    many GPUs, one paired group per share choice (HAP's uneven TP shares: ``cost.uneven_tp_group``),
+    and which two real groups each paired group uses (index -> (i, j))."""
+    groups, covers = list(cluster.groups), {}
+    for i, a in enumerate(cluster.groups):
+        for j in range(i + 1, len(cluster.groups)):
+            b = cluster.groups[j]
+            if (a.site, a.nodes, a.gpus_per_node) != (b.site, b.nodes, b.gpus_per_node) or \
+                    (a.peak_flops, a.memory) == (b.peak_flops, b.memory):
+                continue
+            for x in tp_share_choices(a, b, train):
+                covers[len(groups)] = (i, j)
+                groups.append(uneven_tp_group(a, b, x, train))
+    return Cluster(groups, cluster.links), covers
+
+
+def pairable_groups(cluster: Cluster) -> bool:
+    """Whether ``--mixed-tp`` has two groups to pair in ``cluster`` (:func:`mixed_tp_cluster`)."""
+    return bool(mixed_tp_cluster(cluster, Training(1, 1))[1])
+
+
+def _disjoint_pairs(paired: list[int], covers: dict, members: set) -> list[tuple]:
+    """Every non-empty choice of paired groups among ``paired`` whose real groups are all in
+    ``members`` and no two of which share a real group."""
+    out: list[tuple] = []
+
+    def pick(k: int, used: frozenset, chosen: tuple) -> None:
+        if k == len(paired):
+            if chosen:
+                out.append(chosen)
+            return
+        pick(k + 1, used, chosen)
+        a, b = covers[paired[k]]
+        if a in members and b in members and a not in used and b not in used:
+            pick(k + 1, used | {a, b}, chosen + (paired[k],))
+
+    pick(0, frozenset(), ())
+    return out
+
+
 def divisors(n: int) -> list[int]:
     return [x for x in range(1, n + 1) if n % x == 0]
 
@@ -114,6 +155,7 @@ class Shapes:
     cluster: Cluster
     train: Training
     n: int
+    covers: dict  # a paired group's index -> the two real groups it uses (mixed_tp_cluster)
 
     def tp_fits(self, t: int) -> bool:
         """A tensor-parallel degree Megatron-LM can build: at most ``--max-tp``, and dividing the
@@ -123,8 +165,11 @@ class Shapes:
     def _shapes(self) -> list[Shape]:
         tr, fix, groups = self.train, self.train.fix, self.cluster.groups
         out = []
-        subsets = [[g for g in range(len(groups)) if mask >> g & 1] for mask in range(1, 1 << len(groups))]
+        real = len(groups) - len(self.covers)
+        subsets = [[g for g in range(real) if mask >> g & 1] for mask in range(1, 1 << real)]
+        subsets += self._paired_subsets(real)
         for subset in subsets:
+            paired = any(groups[g].tp_shares for g in subset)
             # pipe mode
             choices = [
                 [
@@ -147,6 +192,8 @@ class Shapes:
                     if any(not self.tp_fits(t) or not aligned(t * cp, groups[g].gpus_per_node)
                            for g, t in zip(subset, ts)):
                         continue
+                    if paired and (cp > 1 or any(t % 2 for g, t in zip(subset, ts) if groups[g].tp_shares)):
+                        continue            # a paired group's TP groups take t/2 GPUs of each kind
                     if fix.get("dp", d) != d or any(fix.get("tp", t) != t for t in ts):
                         continue
                     parts = tuple((g, c[0], t, d) for g, c, t in zip(subset, combo, ts))
@@ -154,6 +201,8 @@ class Shapes:
                     if cp > 1:                  # token slices and context parallelism: not both
                         shapes = [replace(sh, c=cp) for sh in shapes if sh.schedule != "terapipe"]
                     out += shapes
+            if paired:                      # uneven TP shares: pipe shapes of one d, no DAPPLE or hap
+                continue
             if tr.stage_replication:
                 out += self._replicated(subset)
             # hap mode: replicas of whole pipelines on different groups, within one site (its
@@ -179,6 +228,17 @@ class Shapes:
                         d = sum(r[1] for r in reps)
                         if fix.get("dp", d) == d:
                             out += self._schedules("hap", tuple(reps), p, d, t, tr.global_batch)
+        return out
+
+    def _paired_subsets(self, real: int) -> list[list[int]]:
+        """The formations with paired groups (``--mixed-tp``): each subset of the ``real`` groups
+        with one or more disjoint pairs of it replaced by a paired group, at one share each."""
+        out = []
+        for mask in range(1, 1 << real):
+            members = {g for g in range(real) if mask >> g & 1}
+            for chosen in _disjoint_pairs(sorted(self.covers), self.covers, members):
+                used = {g for c in chosen for g in self.covers[c]}
+                out.append(sorted([g for g in members if g not in used] + list(chosen)))
         return out
 
     def _replicated(self, subset: list[int]) -> list[Shape]:

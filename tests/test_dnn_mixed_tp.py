@@ -1,0 +1,217 @@
+"""Uneven tensor-parallel shares on two GPU kinds (``--mixed-tp``, HAP's sharding ratios): the nodes
+of two groups are paired, every TP group takes t/2 GPUs of each kind, and each half does its share
+of the work. The paired group's figures match an independent per-kind sum, the search stays exact,
+uneven shares beat even ones by the kinds' speed ratio, and no launcher is handed such a plan."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import replace
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from support import same_optimum, yewpy_cmd
+from yewpy.apps.dnn.cluster import PRESETS, Cluster, load_cluster
+from yewpy.apps.dnn.cost import SHARE_STEP, Training, stage_cost, tp_share_choices, uneven_tp_group
+from yewpy.apps.dnn.models import transformer
+from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, describe
+
+A100, V100 = PRESETS["dgx-a100-80g"], PRESETS["dgx-v100-32g"]
+
+
+def pair(nodes: int = 1, gpus: int = 4, network: float | None = None, first=A100, second=V100) -> Cluster:
+    """``nodes`` nodes of each kind; ``network`` bytes/s per GPU between nodes (None: the presets')."""
+    groups = [replace(g, nodes=nodes, gpus_per_node=gpus) for g in (first, second)]
+    if network:
+        groups = [replace(g, inter_bandwidth=network) for g in groups]
+    return Cluster(groups)
+
+
+class PairedOnly:
+    """A search over the shapes that use a paired group only (and, with ``share``, at that share)."""
+
+    share: float | None = None
+
+    def _shapes(self):
+        groups = self.cluster.groups
+        return [sh for sh in super()._shapes()
+                if any(groups[p[0]].tp_shares and self.share in (None, groups[p[0]].tp_shares[0][1])
+                       for p in sh.parts)]
+
+
+class PairedSearch(PairedOnly, PlanSearch):
+    pass
+
+
+class PairedExhaustive(PairedOnly, ExhaustivePlanSearch):
+    pass
+
+
+def test_a_paired_group_costs_what_its_slower_half_needs():
+    """The paired group's rate, HBM bandwidth and usable memory equal, for every share, what an
+    independent per-kind sum gives: a TP group of t splits W FLOPs as x W on t/2 A100s and (1 - x) W
+    on t/2 V100s, and each kind's GPUs hold 2x (2(1 - x)) times an even share's bytes."""
+    train = Training(64, 2048)
+    for x in (0.2, 0.5, 0.714, 0.9):
+        g = uneven_tp_group(A100, V100, x, train)
+        for t in (2, 4, 8):
+            work = 1e15
+            slowest = max(x * work / (t / 2) / A100.peak_flops, (1 - x) * work / (t / 2) / V100.peak_flops)
+            assert work / t / g.peak_flops == pytest.approx(slowest, rel=1e-12)
+            optimizer = max(x * work / (t / 2) / A100.hbm_bandwidth,
+                            (1 - x) * work / (t / 2) / V100.hbm_bandwidth)
+            assert work / t / g.hbm_bandwidth == pytest.approx(optimizer, rel=1e-12)
+        for even_bytes in (10e9, 30e9, 60e9):     # what one GPU of an even split would hold
+            fits = 2 * x * even_bytes <= train.usable(A100) and 2 * (1 - x) * even_bytes <= train.usable(V100)
+            assert (even_bytes <= train.usable(g) * (1 + 1e-12)) == fits
+        assert g.gpus_per_node == 16 and g.intra_bandwidth == V100.inter_bandwidth
+        assert dict(g.tp_shares) == {A100.name: x, V100.name: pytest.approx(1 - x)}
+
+
+def test_the_share_choices_balance_speed_and_memory():
+    """Even, by peak FLOP/s (neither kind waits), by usable memory (both fill alike) and halfway
+    between the last two; shares closer than SHARE_STEP are tried once."""
+    train = Training(64, 2048)
+    for first, second in ((A100, V100), (PRESETS["dgx-a100-40g"], V100), (PRESETS["dgx-h100-80g"], A100)):
+        xs = tp_share_choices(first, second, train)
+        assert 0.5 in xs and all(0 < x < 1 for x in xs)
+        assert all(b - a >= SHARE_STEP for a, b in zip(xs, xs[1:]))
+        ua, ub = train.usable(first), train.usable(second)
+        speed = [x for x in xs
+                 if x / first.peak_flops == pytest.approx((1 - x) / second.peak_flops, rel=1e-9, abs=0)]
+        memory = [x for x in xs if x * ub == pytest.approx((1 - x) * ua, rel=1e-9, abs=0)]
+        assert speed and (memory or abs(ua / (ua + ub) - speed[0]) < SHARE_STEP)
+    assert tp_share_choices(A100, PRESETS["dgx-a100-40g"], train)[0] == 0.5    # equal speed: even first
+
+
+def test_the_paired_stage_arithmetic_matches_an_independent_sum_per_kind():
+    """A one-stage plan on a paired group with free links and no fixed pass cost: its time is the
+    slower kind's FLOPs over its rate, each kind's share of the work on its half of the TP group."""
+    model = transformer("small", layers=4, hidden=4096, heads=32, vocab=32000, seq=1024)
+    train = Training(16, 1024, pass_overhead=0.0, mixed_tp=True, recompute=("none",), zero=(0,),
+                     microbatches=(1,), schedules=("1f1b",))
+    cluster = pair(network=1e18)
+    cluster = Cluster([replace(g, inter_latency=0.0) for g in cluster.groups])
+    search = PairedSearch(model, cluster, train)
+    checked = 0
+    for sid, sh in enumerate(search.shapes):
+        if sh.p != 1:
+            continue
+        tab = search.part_table(sid, 0)
+        x = search.cluster.groups[sh.parts[0][0]].tp_shares[0][1]
+        t = tab.t
+        cost = stage_cost(tab, 0, search.n, "none", 0, 0, 1, sh.m, sh.schedule, 1, 1, train,
+                          search.dp_link(sid, 0), None, search.n - 1, None)
+        per_kind = []
+        for kind, share in ((A100, x), (V100, 1 - x)):
+            flops = sum(3 * blk.forward_flops(sh.b, 1024) / (train.eta * blk.boundary)
+                        * (blk.boundary + train.eta_h0) for blk in model.blocks)  # over GEMM efficiency
+            per_kind.append(share * flops / (t / 2) / kind.peak_flops)
+        assert cost.tau == pytest.approx(max(per_kind), rel=1e-6)    # the links cost ~1e-10 s
+        checked += 1
+    assert checked >= 4
+
+
+@settings(max_examples=10, deadline=None)
+@given(layers=st.integers(2, 5), hidden=st.sampled_from([2048, 4096, 8192]),
+       batch=st.sampled_from([8, 16, 64]), network=st.sampled_from([None, 150e9]),
+       mem=st.sampled_from([0.15, 0.3, 0.6]),
+       second=st.sampled_from(["dgx-v100-32g", "dgx-v100-16g", "dgx-a100-40g"]), paired_only=st.booleans())
+# the paired plan wins here: fast links between the nodes
+@example(layers=4, hidden=8192, batch=16, network=150e9, mem=0.6, second="dgx-v100-32g", paired_only=False)
+def test_the_search_with_paired_groups_equals_the_exhaustive_tree(layers, hidden, batch, network, mem, second,
+                                                                  paired_only):
+    model = transformer("small", layers=layers, hidden=hidden, heads=32, vocab=32000, seq=1024)
+    train = Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4),
+                     recompute=("none", "full"), mixed_tp=True, precision="fp16")
+    cluster = pair(network=network, second=PRESETS[second])
+    bnb_kind, oracle_kind = ((PairedSearch, PairedExhaustive) if paired_only
+                             else (PlanSearch, ExhaustivePlanSearch))
+    bnb = bnb_kind(model, cluster, train).search(prune_level=False)
+    exhaustive = oracle_kind(model, cluster, train).search(prune_level=False)
+    if same_optimum(bnb, exhaustive):
+        assert bnb.nodes <= exhaustive.nodes
+
+
+def hap_case(layers: int = 4) -> tuple:
+    """A GPT-3-width model of few layers on 2 A100 and 2 V100 nodes whose links run at 150 GB/s per
+    GPU (an NVLink domain across nodes): too few layers to balance a pipeline over the two kinds."""
+    model = transformer("wide", layers=layers, hidden=12288, heads=96, vocab=51200, seq=2048)
+    return model, pair(nodes=2, gpus=8, network=150e9), Training(256, 2048, mixed_tp=True, precision="fp16")
+
+
+def test_uneven_shares_beat_even_ones_by_the_kinds_speed_ratio():
+    """HAP's sharding-ratio finding under our model: on TP groups of A100s and V100s, shares in
+    proportion to speed run about (r_a + r_b) / 2 r_b = 1.75x faster than even shares, which leave the
+    A100s waiting for the V100s; and with links fast enough the planner picks the paired plan over
+    every plan without pairing (a pipeline over the kinds, or replicas with micro-batch shares)."""
+    model, cluster, train = hap_case()
+    times = {}
+    for x in tp_share_choices(A100, V100, train):
+        search = type("AtShare", (PairedSearch,), {"share": x})(model, cluster, train)
+        times[round(x, 3)] = search.search().objective
+    speed = round(A100.peak_flops / (A100.peak_flops + V100.peak_flops), 3)
+    ratio = times[0.5] / times[speed]
+    ceiling = (A100.peak_flops + V100.peak_flops) / (2 * V100.peak_flops)
+    assert 0.95 * ceiling < ratio <= ceiling * (1 + 1e-9)
+    assert min(times.values()) == times[speed] or times[speed] <= 1.01 * min(times.values())
+    free = PlanSearch(model, cluster, replace(train, mixed_tp=False)).search()
+    paired = PlanSearch(model, cluster, train).search()
+    assert paired.objective < free.objective
+    sh = PlanSearch(model, cluster, train, rank=False)
+    best = describe(sh, paired.solutions[0][1])["plan"]
+    assert all("tp_shares" in stage for stage in best["stages"])
+    # with the DGX presets' own NICs (25 and 12.5 GB/s per GPU) the TP all-reduces make pairing lose
+    slow = pair(nodes=2, gpus=8)
+    assert PlanSearch(model, slow, train).search().objective == \
+        pytest.approx(PlanSearch(model, slow, replace(train, mixed_tp=False)).search().objective, rel=1e-12)
+
+
+def test_the_command_line_prints_the_shares_and_no_launcher_runs_them(tmp_path):
+    model, _, _ = hap_case()
+    (tmp_path / "model.json").write_text(json.dumps(
+        {"transformer": {"layers": 4, "hidden": 12288, "heads": 96, "vocab": 51200, "seq": 2048}}))
+    (tmp_path / "cluster.json").write_text(json.dumps({"groups": [
+        {"preset": "dgx-a100-80g", "nodes": 2, "inter_gbps": 150},
+        {"preset": "dgx-v100-32g", "nodes": 2, "inter_gbps": 150}]}))
+    base = [*yewpy_cmd(), "dnn-plan", "--model", "model.json", "--cluster", "cluster.json",
+            "--global-batch", "256"]
+    out = subprocess.run([*base, "--mixed-tp"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "on dgx-a100-80g+dgx-v100-32g tp=2 (1 dgx-a100-80g at 71%, 1 dgx-v100-32g at 29%)" in out.stdout
+    assert out.stdout.count("split each layer unevenly between GPU types (HAP's sharding ratios)") == 3
+    js = subprocess.run([*base, "--mixed-tp", "--json", "--quiet"], capture_output=True, text=True,
+                        cwd=tmp_path, timeout=120)
+    stages = json.loads(js.stdout)["plan"]["stages"]
+    assert stages[0]["tp_shares"]["dgx-a100-80g"] == pytest.approx(312 / 437)
+    assert "1f1b (tp shares dgx-a100-80g 71% / dgx-v100-32g 29%)" in out.stdout    # the runners-up too
+    # a launcher searches only what it runs: no paired group
+    megatron = subprocess.run([*base, "--mixed-tp", "--launcher", "megatron", "--json", "--quiet"],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert megatron.returncode == 0, megatron.stderr
+    assert all("tp_shares" not in s for s in json.loads(megatron.stdout)["plan"]["stages"])
+    for argv, why in (([*base, "--mixed-tp", "--no-sp"], "need sequence parallelism"),
+                      ([*base[:5], "dgx-a100-80g:2x8", *base[6:], "--mixed-tp"], "no two groups")):
+        bad = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+        assert bad.returncode == 2 and bad.stderr.startswith("yewpy: error: --mixed-tp: ")
+        assert why in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_groups_that_cannot_pair_are_left_alone():
+    """Pairs need one site, as many nodes and as many GPUs per node, and two different GPUs."""
+    train = Training(64, 2048, mixed_tp=True)
+    model = transformer("small", layers=4, hidden=4096, heads=32, vocab=32000, seq=1024)
+    for spec in ("dgx-a100-80g:2x8+dgx-v100-32g:1x8", "dgx-a100-80g:1x8+dgx-v100-32g:1x4",
+                 "dgx-a100-80g:1x8+dgx-a100-80g:1x8"):
+        search = PlanSearch(model, load_cluster(spec), train, rank=False)
+        assert not search.covers and len(search.cluster.groups) == 2
+    search = PlanSearch(model, load_cluster("dgx-a100-80g:1x8+dgx-v100-32g:1x8+dgx-v100-16g:1x8"), train,
+                        rank=False)
+    assert sorted(set(search.covers.values())) == [(0, 1), (0, 2), (1, 2)]
+    used = [[search.cluster.groups[p[0]] for p in sh.parts] for sh in search.shapes]
+    for groups in used:         # no real group twice in one formation
+        names = [n for g in groups for n in (dict(g.tp_shares) if g.tp_shares else {g.name: 1})]
+        assert len(names) == len(set(names))
