@@ -9,6 +9,7 @@ python benchmarks/bench_dnn_plan.py cli 3         # the issue's end-to-end goals
 python benchmarks/bench_dnn_plan.py sweep 3       # planning time of every preset, Table 1 row and HF config
 python benchmarks/bench_dnn_plan.py sweep 1 "" --recompute none,selective,full,block  # ... with more flags
 python benchmarks/bench_dnn_plan.py sites 1000 120  # GPT-2 XL on three sites, left free (FusionLLM)
+python benchmarks/bench_dnn_plan.py mixed-tp 3    # two-kind clusters with and without --mixed-tp (HAP)
 """
 
 from __future__ import annotations
@@ -144,6 +145,46 @@ def sweep(repeat: int, only: str = "", extra: list[str] | None = None) -> None:
           f"{sum(t > 1 for t in values)} over 1 s, {sum(t > 2 for t in values)} over 2 s")
 
 
+def mixed_tp(repeat: int) -> None:
+    """Planning seconds on clusters of two GPU kinds without and with ``--mixed-tp`` (HAP's uneven TP
+    shares), alternating in this process, medians of ``repeat``; the plan found and whether it pairs
+    the kinds. The last case has links of 150 GB/s per GPU between nodes, where pairing wins."""
+    import argparse
+
+    from yewpy.apps.dnn_plan import configure, solve
+
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    with tempfile.TemporaryDirectory() as tmp:
+        wide, fast = Path(tmp) / "wide.json", Path(tmp) / "fast.json"
+        wide.write_text(json.dumps({"transformer": {"layers": 4, "hidden": 12288, "heads": 96, "vocab": 51200,
+                                                    "seq": 2048}}))
+        fast.write_text(json.dumps({"groups": [{"preset": A100, "nodes": 2, "inter_gbps": 150},
+                                               {"preset": "dgx-v100-32g", "nodes": 2, "inter_gbps": 150}]}))
+        cases = [("megatron-18.4b", f"{A100}:4x8+dgx-v100-32g:4x8", "512"),
+                 ("gpt3-175b", f"{A100}:16x8+dgx-v100-32g:16x8", "1536"),
+                 ("llama3-8b", f"{H100}:8x8+{A100}:8x8", "1024"),
+                 ("llama3-70b", f"{A100}:32x8+dgx-a100-40g:32x8", "1024"),
+                 (str(wide), str(fast), "256")]
+        for model, cluster, batch in cases:
+            argv = ["--model", model, "--cluster", cluster, "--global-batch", batch]
+            times: dict = {False: [], True: []}
+            found = {}
+            for _ in range(repeat):
+                for paired in (False, True):
+                    t0 = time.perf_counter()
+                    result, _ = solve(parser.parse_args(argv + (["--mixed-tp"] if paired else [])))
+                    times[paired].append(time.perf_counter() - t0)
+                    stages = result.extras["plan"]["stages"]
+                    found[paired] = (result.objective, result.nodes, any("tp_shares" in st for st in stages))
+            off, on = (statistics.median(times[k]) for k in (False, True))
+            label = f"{'wide' if model == str(wide) else model} on " \
+                    f"{'fast' if cluster == str(fast) else cluster}"
+            print(f"{label}: {off:.2f} s without, {on:.2f} s with "
+                  f"(x{on / off:.2f}); plans {found[False][0]:.4f} / {found[True][0]:.4f} s/iter, nodes "
+                  f"{found[False][1]} / {found[True][1]}, paired {found[True][2]}", flush=True)
+
+
 GPT2_XL = {"name": "gpt2-xl", "transformer": {"layers": 48, "hidden": 1600, "heads": 25, "vocab": 50257,
                                               "seq": 1024}}
 
@@ -185,6 +226,8 @@ def main() -> None:
     elif what == "sweep":
         sweep(int(sys.argv[2]) if len(sys.argv) > 2 else 3, sys.argv[3] if len(sys.argv) > 3 else "",
               sys.argv[4:])
+    elif what == "mixed-tp":
+        mixed_tp(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
     elif what == "cli":
         cli(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
     elif what == "gpt3":
