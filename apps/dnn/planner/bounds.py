@@ -140,20 +140,12 @@ class Bounds:
         those of its own share of a micro-batch."""
         sh, R = self.shapes[sid], self.n - lo
         if len(live) > 1 and len({self._gpu_kind(sid, i) for i, _ in live}) > 1:
-            tabs = [(self.part_table(sid, i), c) for i, c in live]
-            speeds = [(tab.rate / (tab.work[self.n] - tab.work[lo]), c) for tab, c in tabs]  # [lo, n) per s
-            fastest, together = max(u for u, _ in speeds), sum(u * c for u, c in speeds)
-            total, largest = 1 / fastest, 1 / together
-            # The same by time: part i takes at least ratio_i times part 0's time for any blocks
-            # from lo on (``_time_ratios``), which counts what FLOPs at peak leave out (efficiency,
-            # pass overheads, TP communication); the larger of the two floors holds.
-            ref = self.part_table(sid, 0).time["none"]
-            work = ref[self.n] - ref[lo]
-            ratios = [(self._time_ratios(sid, i)[lo], c) for i, c in live]
-            if work > 0 and all(0 < r < math.inf for r, _ in ratios):
-                total = max(total, work * min(r for r, _ in ratios))
-                largest = max(largest, work / sum(c / r for r, c in ratios))
-            return total, self._packing_floor(sid, lo, live, largest), -math.inf
+            # keyed by the parts' tables, not the shape: shapes that differ only in schedule share it
+            key = (self.table_key(sid, 0), tuple((self.table_key(sid, i), c) for i, c in live), lo)
+            hit = self._mixed_floors_cache.get(key)
+            if hit is None:
+                hit = self._mixed_floors_cache[key] = self._mixed_floors(sid, lo, live)
+            return hit
         tab = self.part_table(sid, live[0][0])
         total = tab.time["none"][self.n] - tab.time["none"][lo]
         x_lb = max(total / q, tab.sorted_time[-(-R // q)] if R <= self.n else 0.0)
@@ -184,6 +176,25 @@ class Bounds:
         if 0 < lo and len(sh.parts) == 1 and c1 >= 1 and self.stage_floors[sid] > -math.inf:
             ev = max(ev, self._suffix_floor(sid, lo, q, c1 * x_lb))  # the whole shape's: _bound_state
         return total, x_lb, ev
+
+    def _mixed_floors(self, sid: int, lo: int, live: list) -> tuple:
+        """``_time_floors`` where the ``live`` (part, stages) parts are of different kinds: by FLOPs
+        over the fastest and over all stages' rates, each part's FLOPs those of its own share of a
+        micro-batch, then by time ratios and by packing."""
+        tabs = [(self.part_table(sid, i), c) for i, c in live]
+        speeds = [(tab.rate / (tab.work[self.n] - tab.work[lo]), c) for tab, c in tabs]  # [lo, n) per s
+        fastest, together = max(u for u, _ in speeds), sum(u * c for u, c in speeds)
+        total, largest = 1 / fastest, 1 / together
+        # The same by time: part i takes at least ratio_i times part 0's time for any blocks
+        # from lo on (``_time_ratios``), which counts what FLOPs at peak leave out (efficiency,
+        # pass overheads, TP communication); the larger of the two floors holds.
+        ref = self.part_table(sid, 0).time["none"]
+        work = ref[self.n] - ref[lo]
+        ratios = [(self._time_ratios(sid, i)[lo], c) for i, c in live]
+        if work > 0 and all(0 < r < math.inf for r, _ in ratios):
+            total = max(total, work * min(r for r, _ in ratios))
+            largest = max(largest, work / sum(c / r for r, c in ratios))
+        return total, self._packing_floor(sid, lo, live, largest), -math.inf
 
     def _packing_floor(self, sid: int, lo: int, live: list, start: float) -> float:
         """``start``, a floor on the largest steady term of the stages left on the ``live`` (part,
@@ -216,33 +227,36 @@ class Bounds:
         """For ``_packing_floor``: part ``i``'s running sums of the times of blocks [lo, n),
         cheapest first; ``trimmed``: without the blocks under half the median time on part 0 (so
         every part leaves out the same blocks). Cached."""
-        hit = self._packing_cache.get((sid, i, lo, trimmed))
+        key = (self.table_key(sid, i), self.table_key(sid, 0) if trimmed else None, lo)
+        hit = self._packing_cache.get(key)
         if hit is None:
             mine = self._block_times(sid, i)[lo:]
             if trimmed:
                 ref = self._block_times(sid, 0)[lo:]
                 mine = mine[ref >= np.median(ref) / 2]
-            hit = self._packing_cache[(sid, i, lo, trimmed)] = np.cumsum(np.sort(mine)).tolist()
+            hit = self._packing_cache[key] = np.cumsum(np.sort(mine)).tolist()
         return hit
 
     def _block_times(self, sid: int, i: int) -> np.ndarray:
         """Each block's time on part ``i`` of shape ``sid`` without recomputation; cached."""
-        hit = self._blocks_cache.get((sid, i))
+        key = self.table_key(sid, i)
+        hit = self._blocks_cache.get(key)
         if hit is None:
-            hit = self._blocks_cache[(sid, i)] = np.diff(self.part_table(sid, i).arrays()["time_none"])
+            hit = self._blocks_cache[key] = np.diff(self.part_table(sid, i).arrays()["time_none"])
         return hit
 
     def _time_ratios(self, sid: int, i: int) -> list[float]:
         """For each lo: the least ratio, over blocks from lo on, of a block's time on part ``i`` to its
         time on part 0 (no recomputation: every option takes at least that), inf past the last
         block; so part i's time of any blocks from lo on is at least that ratio times part 0's.
-        Cached per (shape, part)."""
-        hit = self._ratio_cache.get((sid, i))
+        Cached per the two parts' tables."""
+        key = (self.table_key(sid, i), self.table_key(sid, 0))
+        hit = self._ratio_cache.get(key)
         if hit is None:
             mine, ref = self._block_times(sid, i), self._block_times(sid, 0)
             ratio = np.full(self.n, np.inf)
             np.divide(mine, ref, out=ratio, where=ref > 0)
-            hit = self._ratio_cache[(sid, i)] = [*np.minimum.accumulate(ratio[::-1])[::-1].tolist(), math.inf]
+            hit = self._ratio_cache[key] = [*np.minimum.accumulate(ratio[::-1])[::-1].tolist(), math.inf]
         return hit
 
     def _gpu_kind(self, sid: int, i: int) -> tuple:

@@ -72,7 +72,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "_least_cache",
         "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
         "_stage_floor_cores", "_wan_cache", "_kind_cache", "_twins_cache", "_ratio_cache", "_ranking",
-        "_leave_cache", "_blocks_cache", "_packing_cache",
+        "_leave_cache", "_blocks_cache", "_packing_cache", "_mixed_floors_cache",
     })
 
     def __deepcopy__(self, memo: dict) -> PlanSearch:
@@ -121,12 +121,14 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self.stage_floors = [-math.inf] * len(self.shapes)  # per shape: bounds.stage_floor, once ranked
         self._wan_cache: dict = {}  # shape -> the least wide-area send (bounds._wan_floor)
         self._leave_cache: dict = {}  # (shape, counts, last part) -> bounds._leaves_its_site
-        self._blocks_cache: dict = {}  # (shape, part) -> its block times (bounds._block_times)
-        self._packing_cache: dict = {}  # (shape, part, lo, trimmed) -> bounds._packing_prefix
+        # keyed by the parts' tables (table_key), so shapes that differ only in schedule share them:
+        self._blocks_cache: dict = {}  # a table -> its block times (bounds._block_times)
+        self._packing_cache: dict = {}  # (table, part 0's table if trimmed, lo) -> bounds._packing_prefix
+        self._mixed_floors_cache: dict = {}  # (part 0's table, live tables and stages, lo) -> _mixed_floors
         self._sites = len({g.site for g in cluster.groups})
         self._kind_cache: dict = {}  # (group, t) -> its GPU kind (bounds._gpu_kind)
         self._twins_cache: dict = {}  # shape -> its interchangeable parts (_twins)
-        self._ratio_cache: dict = {}  # (shape, part) -> its time ratios to part 0 (bounds._time_ratios)
+        self._ratio_cache: dict = {}  # (table, part 0's table) -> the time ratios (bounds._time_ratios)
         self._stage_floor_cores: dict = {}  # shape -> its compiled StageFloor (bounds._suffix_floor)
         self._model_params = (model.params, sum(blk.expert_params for blk in model.blocks))
         if not rank:  # only for replaying known plans (sensitivity sweeps)

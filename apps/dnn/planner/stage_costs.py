@@ -56,8 +56,13 @@ class StageCosts:
         """The per-block prefix tables of part ``i`` of shape ``sid`` (pipe: a group's stages of one
         width; hap: a group's replicas): its group at its t, d and micro-batch, and the shape's ep,
         c and token slices; cached by those, so shapes share them."""
+        return self._table(*self.table_key(sid, i))
+
+    def table_key(self, sid: int, i: int) -> tuple:
+        """What part ``i`` of shape ``sid``'s tables depend on: (group, t, d, b, ep, c, token slices).
+        Shapes that differ only in schedule share it, and so do the bounds read from those tables."""
         sh = self.shapes[sid]
-        return self._table(sh.parts[i][0], self._tp(sid, i), sh.part_d(i), sh.part_b(i), sh.ep, sh.c, sh.n)
+        return sh.parts[i][0], self._tp(sid, i), sh.part_d(i), sh.part_b(i), sh.ep, sh.c, sh.n
 
     def _table(self, g: int, t: int, d: int, b: int, ep: int, c: int, n: int) -> StageTables:
         """The prefix tables of group ``g`` at (t, d, b) with ep, c and n token slices; cached. A dense
