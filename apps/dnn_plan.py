@@ -27,11 +27,12 @@ from yewpy.apps.dnn.cost import (
 from yewpy.apps.dnn.model_files import load_model
 from yewpy.apps.dnn.models import Model
 from yewpy.apps.dnn.planner import (
+    MAX_PAIRED_FORMATIONS,
     ExhaustivePlanSearch,
     PlanSearch,
     describe,
     heads_not_divided,
-    pairable_groups,
+    paired_formations,
 )
 from yewpy.apps.dnn.planner.adagrouper import ada_grouper, read_trace
 from yewpy.apps.dnn.planner.launch import LAUNCHERS, launch_lines, megatron_model_refusal, restrict
@@ -111,7 +112,7 @@ def plan(
 def refuse_at_root(search: PlanSearch) -> None:
     """Refuse before searching, with the reason, an instance no shape can hold: no (tp, pp, dp,
     micro-batch) divides what it must, or even the most sharded model state does not fit."""
-    model, cluster, train = search.model, search.cluster, search.train
+    model, cluster, train = search.model, search.given, search.train
     if not search.shapes:
         heads = (model.meta or {}).get("heads")
         raise UsageError(
@@ -256,11 +257,15 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
     )
     if args.mixed_tp:
         if args.no_sp:
-            raise UsageError("--mixed-tp: uneven tensor-parallel shares need sequence parallelism (every "
-                             "activation split by the shares); drop --no-sp")
-        if not pairable_groups(cluster):
-            raise UsageError("--mixed-tp: the cluster has no two groups of different GPUs at one site with "
-                             "as many nodes of as many GPUs each to pair")
+            raise UsageError("--mixed-tp: uneven tensor-parallel shares need sequence parallelism (the "
+                             "activations outside the layers' split by heads); drop --no-sp")
+        formations = paired_formations(cluster, train)
+        if not formations:
+            raise UsageError("--mixed-tp: the cluster has no two groups of different GPUs and names at one "
+                             "site with as many nodes of as many GPUs each to pair")
+        if formations > MAX_PAIRED_FORMATIONS:
+            raise UsageError(f"--mixed-tp: the cluster's groups pair into {formations} formations, more than "
+                             f"the {MAX_PAIRED_FORMATIONS} the planner tries; describe fewer pairable groups")
     why = megatron_model_refusal(model) if args.launcher == "megatron" else None
     if why:
         raise UsageError(f"--launcher megatron: {why}")
@@ -431,6 +436,14 @@ def _tp(stage: dict) -> str:
     return f"{stage['tp']}+{stage['wide_tp']}:{stage['wide_tp_layers']}"
 
 
+def _memory(stage: dict) -> str:
+    """A stage's peak memory against what a GPU may use; per GPU kind on paired groups."""
+    kinds = stage.get("memory_gb_by_gpu")
+    if kinds:
+        return ", ".join(f"{used:.2f}/{usable:.2f} GiB on {name}" for name, (used, usable) in kinds.items())
+    return f"{stage['memory_gb']:.2f}/{stage['capacity_gb']:.2f} GiB"
+
+
 def _paired(plan: dict) -> str:
     """Where a plan's TP groups pair two GPU kinds (``--mixed-tp``): each kind's share, per paired group."""
     pairs = dict.fromkeys(" / ".join(f"{name} {x:.0%}" for name, x in stage["tp_shares"].items())
@@ -487,7 +500,7 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
             f"  stage {j}: blocks {s['blocks'][0]}..{s['blocks'][1] - 1} on {s['group']} tp={_tp(s)}"
             f"{_replication(s)} "
             f"recompute={_recompute(s)} zero={_zero(s)} {_stage_time(s)}, "
-            f"{s['memory_gb']:.2f}/{s['capacity_gb']:.2f} GiB{_wan(s)}"
+            f"{_memory(s)}{_wan(s)}"
         )
     for i, alt in enumerate(x["top"][1:], 2):
         lines.append(

@@ -53,7 +53,9 @@ class PairedExhaustive(PairedOnly, ExhaustivePlanSearch):
 def test_a_paired_group_costs_what_its_slower_half_needs():
     """The paired group's rate, HBM bandwidth and usable memory equal, for every share, what an
     independent per-kind sum gives: a TP group of t splits W FLOPs as x W on t/2 A100s and (1 - x) W
-    on t/2 V100s, and each kind's GPUs hold 2x (2(1 - x)) times an even share's bytes."""
+    on t/2 V100s; each kind's GPUs hold 2x (2(1 - x)) times an even share's state and head-split
+    activations, but never less than an even share (their sequence-parallel activations are split
+    evenly)."""
     train = Training(64, 2048)
     for x in (0.2, 0.5, 0.714, 0.9):
         g = uneven_tp_group(A100, V100, x, train)
@@ -64,27 +66,35 @@ def test_a_paired_group_costs_what_its_slower_half_needs():
             optimizer = max(x * work / (t / 2) / A100.hbm_bandwidth,
                             (1 - x) * work / (t / 2) / V100.hbm_bandwidth)
             assert work / t / g.hbm_bandwidth == pytest.approx(optimizer, rel=1e-12)
-        for even_bytes in (10e9, 30e9, 60e9):     # what one GPU of an even split would hold
-            fits = 2 * x * even_bytes <= train.usable(A100) and 2 * (1 - x) * even_bytes <= train.usable(V100)
+        for even_bytes in (10e9, 20e9, 30e9, 60e9):     # what one GPU of an even split would hold
+            on_a, on_b = (even_bytes * (2 * share if share > 0.5 else 1) for share in (x, 1 - x))
+            fits = on_a <= train.usable(A100) and on_b <= train.usable(V100)
             assert (even_bytes <= train.usable(g) * (1 + 1e-12)) == fits
         assert g.gpus_per_node == 16 and g.intra_bandwidth == V100.inter_bandwidth
         assert dict(g.tp_shares) == {A100.name: x, V100.name: pytest.approx(1 - x)}
+        assert g.busier_share == pytest.approx(2 * max(x, 1 - x))
 
 
-def test_the_share_choices_balance_speed_and_memory():
-    """Even, by peak FLOP/s (neither kind waits), by usable memory (both fill alike) and halfway
-    between the last two; shares closer than SHARE_STEP are tried once."""
+def test_the_share_choices_give_the_faster_kind_more():
+    """Even, by peak FLOP/s (neither kind waits), halfway between, and the most before the faster
+    kind's memory binds first where that lies between; each gives the faster kind at least half, and
+    shares closer than SHARE_STEP are tried once."""
     train = Training(64, 2048)
-    for first, second in ((A100, V100), (PRESETS["dgx-a100-40g"], V100), (PRESETS["dgx-h100-80g"], A100)):
+    for first, second in ((A100, V100), (PRESETS["dgx-a100-40g"], V100), (V100, PRESETS["dgx-h100-80g"]),
+                          (PRESETS["dgx-a100-40g"], PRESETS["dgx-v100-16g"])):
         xs = tp_share_choices(first, second, train)
-        assert 0.5 in xs and all(0 < x < 1 for x in xs)
-        assert all(b - a >= SHARE_STEP for a, b in zip(xs, xs[1:]))
-        ua, ub = train.usable(first), train.usable(second)
-        speed = [x for x in xs
-                 if x / first.peak_flops == pytest.approx((1 - x) / second.peak_flops, rel=1e-9, abs=0)]
-        memory = [x for x in xs if x * ub == pytest.approx((1 - x) * ua, rel=1e-9, abs=0)]
-        assert speed and (memory or abs(ua / (ua + ub) - speed[0]) < SHARE_STEP)
-    assert tp_share_choices(A100, PRESETS["dgx-a100-40g"], train)[0] == 0.5    # equal speed: even first
+        fast_first = first.peak_flops > second.peak_flops
+        ys = [x if fast_first else 1 - x for x in xs]    # the faster kind's shares
+        fast, slow = (first, second) if fast_first else (second, first)
+        assert 0.5 in ys and all(0.5 <= y < 1 for y in ys)
+        assert all(b - a >= SHARE_STEP for a, b in zip(sorted(ys), sorted(ys)[1:]))
+        speed = [y for y in ys
+                 if y / fast.peak_flops == pytest.approx((1 - y) / slow.peak_flops, rel=1e-9, abs=0)]
+        assert speed
+        cap = train.usable(fast) / (2 * train.usable(slow))
+        if 0.5 + SHARE_STEP < cap < speed[0] - SHARE_STEP:
+            assert any(y == pytest.approx(cap) for y in ys)
+    assert tp_share_choices(A100, PRESETS["dgx-a100-40g"], train) == (0.5,)    # equal speed: even only
 
 
 def test_the_paired_stage_arithmetic_matches_an_independent_sum_per_kind():
@@ -111,6 +121,9 @@ def test_the_paired_stage_arithmetic_matches_an_independent_sum_per_kind():
                         * (blk.boundary + train.eta_h0) for blk in model.blocks)  # over GEMM efficiency
             per_kind.append(share * flops / (t / 2) / kind.peak_flops)
         assert cost.tau == pytest.approx(max(per_kind), rel=1e-6)    # the links cost ~1e-10 s
+        # data-parallel rings carry the busier half's parameter bytes: 2 max(x, 1 - x) even shares
+        ring = search.dp_link(sid, 0)
+        assert ring[3] == pytest.approx(1e18 * train.link_efficiency / (2 * max(x, 1 - x)))
         checked += 1
     assert checked >= 4
 
@@ -186,15 +199,24 @@ def test_the_command_line_prints_the_shares_and_no_launcher_runs_them(tmp_path):
     js = subprocess.run([*base, "--mixed-tp", "--json", "--quiet"], capture_output=True, text=True,
                         cwd=tmp_path, timeout=120)
     stages = json.loads(js.stdout)["plan"]["stages"]
-    assert stages[0]["tp_shares"]["dgx-a100-80g"] == pytest.approx(312 / 437)
+    assert stages[0]["tp_shares"]["dgx-a100-80g"] == pytest.approx(312 / 437, abs=1e-4)
+    used, usable = stages[0]["memory_gb_by_gpu"]["dgx-v100-32g"]
+    assert used <= usable < 32 and f"{used:.2f}/{usable:.2f} GiB on dgx-v100-32g" in out.stdout
     assert "1f1b (tp shares dgx-a100-80g 71% / dgx-v100-32g 29%)" in out.stdout    # the runners-up too
     # a launcher searches only what it runs: no paired group
     megatron = subprocess.run([*base, "--mixed-tp", "--launcher", "megatron", "--json", "--quiet"],
                               capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert megatron.returncode == 0, megatron.stderr
     assert all("tp_shares" not in s for s in json.loads(megatron.stdout)["plan"]["stages"])
+    (tmp_path / "eight.json").write_text(json.dumps({"groups": [   # 8 kinds: thousands of pairings
+        {"preset": "dgx-a100-80g", "name": f"kind{k}", "nodes": 1, "memory_gib": 20 + 8 * k}
+        for k in range(8)]}))
+    (tmp_path / "twins.json").write_text(json.dumps({"groups": [    # two kinds under one name
+        {"preset": "dgx-a100-80g", "nodes": 1}, {"preset": "dgx-a100-80g", "nodes": 1, "memory_gib": 40}]}))
     for argv, why in (([*base, "--mixed-tp", "--no-sp"], "need sequence parallelism"),
-                      ([*base[:5], "dgx-a100-80g:2x8", *base[6:], "--mixed-tp"], "no two groups")):
+                      ([*base[:5], "dgx-a100-80g:2x8", *base[6:], "--mixed-tp"], "no two groups"),
+                      ([*base[:5], "twins.json", *base[6:], "--mixed-tp"], "no two groups"),
+                      ([*base[:5], "eight.json", *base[6:], "--mixed-tp"], "formations, more than the 256")):
         bad = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=120)
         assert bad.returncode == 2 and bad.stderr.startswith("yewpy: error: --mixed-tp: ")
         assert why in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

@@ -66,6 +66,12 @@ class DeviceGroup:
     def gpus(self) -> int:
         return self.nodes * self.gpus_per_node
 
+    @property
+    def busier_share(self) -> float:
+        """How many times an even share of each layer's parameters the busier GPUs of a paired
+        group hold, and so send in its data-parallel rings: 2 max(x, 1 - x); 1 for real nodes."""
+        return 2 * max(x for _, x in self.tp_shares) if self.tp_shares else 1.0
+
 
 def _preset(name: str, g: int, mem_gib: float, tflops: float, hbm: float, nvlink: float, nic: float,
             intra_us: float = 5.0, inter_us: float = 15.0, bf16: bool = True) -> DeviceGroup:

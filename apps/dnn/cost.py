@@ -137,17 +137,26 @@ class Training:
 SHARE_STEP = 0.02
 
 
+def share_bytes(x: float) -> float:
+    """At most how many times an even share's bytes a GPU whose half of a TP group takes the share
+    ``x`` holds: 2x of the state and of the activations split by heads, but its sequence-parallel
+    activations split evenly, so never less than one even share (1 for x <= 1/2, 2x above)."""
+    return max(2.0 * x, 1.0)
+
+
 def uneven_tp_group(a: DeviceGroup, b: DeviceGroup, x: float, train: Training) -> DeviceGroup:
     """The nodes of ``a`` paired one to one with those of ``b`` (HAP's sharding ratios): every
-    tensor-parallel group takes t/2 GPUs of each kind, its ``a`` half does the share ``x`` of its
-    work and holds that share of its state and (sequence-parallel) activations, the ``b`` half 1 - x,
-    and its all-reduces cross the network. Returned as the group whose GPUs, sharing evenly, would
-    cost the same: a TP group's time is max(2x/r_a, 2(1-x)/r_b) W/t, so the per-GPU rate (and HBM
-    bandwidth) is 1 / (2 max(x/r_a, (1-x)/r_b)), and the usable memory min(u_a/2x, u_b/2(1-x))."""
+    tensor-parallel group takes t/2 GPUs of each kind, its ``a`` half does the share ``x`` of each
+    layer's work and holds that share of its parameters, the ``b`` half 1 - x; its all-reduces
+    cross the network. Returned as the group whose GPUs, sharing evenly, would cost the same: a TP
+    group's time is max(2x/r_a, 2(1-x)/r_b) W/t, so the per-GPU rate (and HBM bandwidth, for the
+    optimizer step) is 1 / (2 max(x/r_a, (1-x)/r_b)); the usable memory, in bytes of an even share,
+    is min(u_a / share_bytes(x), u_b / share_bytes(1 - x)). Its data-parallel rings carry the busier
+    half's bytes (``DeviceGroup.busier_share``: ``StageCosts._pipe_ring``)."""
     def rate(ra: float, rb: float) -> float:
         return 1.0 / (2.0 * max(x / ra, (1.0 - x) / rb))
 
-    usable = min(train.usable(a) / (2.0 * x), train.usable(b) / (2.0 * (1.0 - x)))
+    usable = min(train.usable(a) / share_bytes(x), train.usable(b) / share_bytes(1.0 - x))
     bandwidth = min(a.inter_bandwidth, b.inter_bandwidth)
     latency = max(a.inter_latency, b.inter_latency)
     return DeviceGroup(
@@ -158,17 +167,22 @@ def uneven_tp_group(a: DeviceGroup, b: DeviceGroup, x: float, train: Training) -
 
 
 def tp_share_choices(a: DeviceGroup, b: DeviceGroup, train: Training) -> tuple[float, ...]:
-    """The shares of the ``a`` half that the planner tries: even (what one share per GPU gives), in
-    proportion to peak FLOP/s (no GPU waits: HAP's LP without memory rows), in proportion to usable
-    memory (the most state fits), and halfway between the last two (memory binds, speed still pays)."""
-    speed = a.peak_flops / (a.peak_flops + b.peak_flops)
-    ua, ub = train.usable(a), train.usable(b)
-    memory = ua / (ua + ub) if ua > 0 and ub > 0 else speed
+    """The shares of the ``a`` half that the planner tries, each giving the faster kind y >= 1/2 of
+    the work (less never helps: slower, and no more memory): even (y = 1/2, one share per GPU), in
+    proportion to peak FLOP/s (no GPU waits: HAP's LP without memory rows), the most before the
+    faster kind's memory binds before the slower's (u_fast / 2 u_slow) where that lies between, and
+    halfway between even and speed."""
+    fast, slow = (a, b) if a.peak_flops >= b.peak_flops else (b, a)
+    speed = fast.peak_flops / (fast.peak_flops + slow.peak_flops)
+    candidates = [0.5, speed, (0.5 + speed) / 2]
+    uf, us = train.usable(fast), train.usable(slow)
+    if us > 0 and 0.5 < uf / (2 * us) < speed:
+        candidates.append(uf / (2 * us))
     kept: list[float] = []
-    for x in (0.5, speed, memory, (speed + memory) / 2):
-        if all(abs(x - y) >= SHARE_STEP for y in kept):    # closer shares cost within a percent
-            kept.append(x)
-    return tuple(sorted(kept))
+    for y in candidates:
+        if all(abs(y - z) >= SHARE_STEP for z in kept):    # closer shares cost within a percent
+            kept.append(y)
+    return tuple(sorted(y if fast is a else 1.0 - y for y in kept))
 
 
 # -- closed forms (test vectors) -----------------------------------------------------------------

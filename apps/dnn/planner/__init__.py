@@ -11,8 +11,8 @@ Shared pieces (models, clusters, the cost model) sit beside it in ``apps/dnn``."
 
 from yewpy.apps.dnn.planner.describe import describe
 from yewpy.apps.dnn.planner.search import ExhaustivePlanSearch, PlanSearch
-from yewpy.apps.dnn.planner.shapes import Shape, heads_not_divided, pairable_groups
+from yewpy.apps.dnn.planner.shapes import MAX_PAIRED_FORMATIONS, Shape, heads_not_divided, paired_formations
 from yewpy.apps.dnn.planner.shares import integer_shares, water_fill
 
-__all__ = ["ExhaustivePlanSearch", "PlanSearch", "Shape", "describe", "heads_not_divided", "integer_shares",
-           "pairable_groups", "water_fill"]
+__all__ = ["MAX_PAIRED_FORMATIONS", "ExhaustivePlanSearch", "PlanSearch", "Shape", "describe",
+           "heads_not_divided", "integer_shares", "paired_formations", "water_fill"]

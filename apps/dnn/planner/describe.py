@@ -3,7 +3,7 @@ memory and predicted TF/s (the presentation, apart from the search)."""
 
 from __future__ import annotations
 
-from yewpy.apps.dnn.cost import per_layer_tp, per_layer_zero, stage_cost, zero_base
+from yewpy.apps.dnn.cost import per_layer_tp, per_layer_zero, share_bytes, stage_cost, zero_base
 from yewpy.apps.dnn.planner.search import PlanSearch
 
 
@@ -59,7 +59,7 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
                     else [e[3].sharded for e in entries]} if per_layer_zero(z) else {}),
                 **({"wide_tp": 2 * entries[0][1], "wide_tp_layers": entries[0][3].widened}
                    if per_layer_tp(z) else {}),
-                **({"tp_shares": dict(groups[sh.parts[g][0]].tp_shares)}
+                **(_shares(groups[sh.parts[g][0]].tp_shares, entries[0][3].memory, search)
                    if pipe and groups[sh.parts[g][0]].tp_shares else {}),
                 **_wan_entry(search, sid, stages[j - 1][0] if j else None, g),
                 "ms_per_microbatch": [round(e[3].tau * 1e3, 4) for e in entries],
@@ -101,9 +101,20 @@ def describe(search: PlanSearch, leaf: tuple) -> dict:
             "gpus": gpus,
             "tflops_per_gpu": executed / gpus / seconds / 1e12,
             "model_tflops_per_gpu": model_flops / gpus / seconds / 1e12,
-            "memory_gb_per_gpu": max(s["memory_gb"] for s in out_stages),
+            "memory_gb_per_gpu": max(max(used for used, _ in s["memory_gb_by_gpu"].values())
+                                     if "memory_gb_by_gpu" in s else s["memory_gb"] for s in out_stages),
         },
     }
+
+
+def _shares(shares: tuple, memory: float, search: PlanSearch) -> dict:
+    """A paired stage's GPU kinds: each one's share of every TP group's work (``tp_shares``), and the
+    most memory a GPU of that kind holds against what it may use (``memory_gb`` and ``capacity_gb``
+    are in bytes of an even share)."""
+    usable = {g.name: search.train.usable(g) for g in search.given.groups}
+    return {"tp_shares": {name: round(x, 4) for name, x in shares},
+            "memory_gb_by_gpu": {name: [round(memory * share_bytes(x) / 2**30, 3),
+                                        round(usable[name] / 2**30, 3)] for name, x in shares}}
 
 
 def _wan_entry(search: PlanSearch, sid: int, prev: int | None, i: int) -> dict:

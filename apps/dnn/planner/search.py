@@ -67,7 +67,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
 
     #: caches whose entries depend only on their keys: a copy shares them (see ``__deepcopy__``)
     SHARED = frozenset({
-        "model", "cluster", "covers", "train", "shapes", "tables", "_dense_tables", "costs", "opts",
+        "model", "cluster", "given", "covers", "train", "shapes", "tables", "_dense_tables", "costs", "opts",
         "_slots_cache", "_slot_cache",
         "_least_cache",
         "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
@@ -94,8 +94,9 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self, model: Model, cluster: Cluster, train: Training, memo: bool = True, rank: bool = True,
         top: int = 1,
     ) -> None:
+        self.given = cluster  # as the user gave it; ``cluster`` adds the paired groups of --mixed-tp
         self.covers: dict = {}  # a paired group's index -> its two real groups (--mixed-tp)
-        if train.mixed_tp and train.sequence_parallel:   # shares split every activation only with SP
+        if train.mixed_tp and train.sequence_parallel:   # the share rule counts on SP (cost.share_bytes)
             cluster, self.covers = mixed_tp_cluster(cluster, train)
         self.model, self.cluster, self.train = model, cluster, train
         self.k = max(1, top)

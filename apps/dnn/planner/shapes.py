@@ -99,17 +99,25 @@ def mixed_tp_cluster(cluster: Cluster, train: Training) -> tuple[Cluster, dict]:
         for j in range(i + 1, len(cluster.groups)):
             b = cluster.groups[j]
             if (a.site, a.nodes, a.gpus_per_node) != (b.site, b.nodes, b.gpus_per_node) or \
-                    (a.peak_flops, a.memory) == (b.peak_flops, b.memory):
-                continue
+                    (a.peak_flops, a.memory) == (b.peak_flops, b.memory) or a.name == b.name:
+                continue                # the plan names each kind's share by its group's name
             for x in tp_share_choices(a, b, train):
                 covers[len(groups)] = (i, j)
                 groups.append(uneven_tp_group(a, b, x, train))
     return Cluster(groups, cluster.links), covers
 
 
-def pairable_groups(cluster: Cluster) -> bool:
-    """Whether ``--mixed-tp`` has two groups to pair in ``cluster`` (:func:`mixed_tp_cluster`)."""
-    return bool(mixed_tp_cluster(cluster, Training(1, 1))[1])
+#: the most formations with paired groups ``--mixed-tp`` may add (each multiplies the shapes)
+MAX_PAIRED_FORMATIONS = 256
+
+
+def paired_formations(cluster: Cluster, train: Training) -> int:
+    """How many formations with paired groups ``--mixed-tp`` adds on ``cluster`` (0: nothing to
+    pair), counted with every share candidate (:func:`mixed_tp_cluster`)."""
+    covers = mixed_tp_cluster(cluster, train)[1]
+    real = len(cluster.groups)
+    return sum(len(_disjoint_pairs(sorted(covers), covers, {g for g in range(real) if mask >> g & 1}))
+               for mask in range(1, 1 << real)) if covers else 0
 
 
 def _disjoint_pairs(paired: list[int], covers: dict, members: set) -> list[tuple]:

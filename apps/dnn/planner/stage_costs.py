@@ -112,7 +112,7 @@ class StageCosts:
     def _pipe_ring(self, gr: DeviceGroup, t: int, d: int) -> tuple:
         """The data-parallel ring of d ranks t apart on group ``gr`` (``dp_link``'s form)."""
         k1 = d if d * t <= gr.gpus_per_node else max(1, gr.gpus_per_node // t)
-        eff = self.train.link_efficiency
+        eff = self.train.link_efficiency / gr.busier_share  # a paired group: its busier half's bytes
         return (
             k1,
             -(-d // k1),  # a DAPPLE stage may fill its last node in part
@@ -126,12 +126,13 @@ class StageCosts:
         """Whether a stage of shape ``sid`` may run some layers at twice its TP degree (per-layer TP,
         ``TP_LAYERS``): asked for, a pipe shape of a dense model without context parallelism or token
         slices, one data-parallel degree for every stage, and on every part an even one, with twice
-        the TP degree allowed, dividing the heads and within a node."""
+        the TP degree allowed, dividing the heads and within a node, on real nodes (not paired ones)."""
         sh, tr = self.shapes[sid], self.train
         if not tr.tp_layers or sh.mode != "pipe" or self.model.moe or sh.c > 1 or sh.n > 1 or sh.uneven:
             return False
         for g, _, t, d in sh.parts:
-            if d % 2 or 2 * t > self.cluster.groups[g].gpus_per_node or not self.tp_fits(2 * t):
+            gr = self.cluster.groups[g]
+            if d % 2 or 2 * t > gr.gpus_per_node or not self.tp_fits(2 * t) or gr.tp_shares:
                 return False
         return True
 
