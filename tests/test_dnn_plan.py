@@ -521,6 +521,10 @@ def test_hap_shares_water_filling_matches_linprog():
     )
     assert water_fill(A, X, d, M) == pytest.approx(res.fun, rel=1e-9)
     assert water_fill([0, 50.0], [1.0, 1.0], [1, 1], 4) == pytest.approx(51.0)  # a replica at its floor
+    # every replica at its floor (M = sum d): the slowest one, not inf (rounding fixed both classes,
+    # and a hap shape with a plan of 0.0715 s had an infinite bound: found by the two-kind floor test)
+    x0, x1 = 0.022804997739203088, 0.07150776526946107
+    assert water_fill([0.0, 0.0], [x0, x1], [4, 4], 8) == pytest.approx(x1)
     worst, counts = integer_shares(A, X, d, M)
     assert sum(dc * c for dc, cs in zip(d, counts) for c in cs) == M or sum(map(sum, counts)) == M
     assert worst >= water_fill(A, X, d, M) - 1e-12

@@ -19,7 +19,8 @@ def water_fill(A: list, X: list, d: list, M: float) -> float:
             - sum(dc for dc, f in zip(d, fixed) if f)
             + sum(dc * a / x for a, x, dc, f in zip(A, X, d, fixed) if not f)
         )
-        lam = num / den if den > 0 else math.inf
+        # every replica at its floor (den 0) leaves only the fixed ones' time: -inf here, max below
+        lam = num / den if den > 0 else -math.inf
         low = [c for c in range(len(A)) if not fixed[c] and (lam - A[c]) / X[c] < 1]
         if not low:
             floor = max((A[c] + X[c] for c in range(len(A)) if fixed[c]), default=-math.inf)
