@@ -1,13 +1,15 @@
-"""The planner's memory-aware stage floor (bounds.py ``_stage_floor``): never above a shape's best
-plan, on random memory-starved instances against the exhaustive tree, and tight where memory binds."""
+"""The planner's memory-aware stage floor (bounds.py ``stage_floor``): never above a shape's best
+plan, on random memory-starved instances against the exhaustive tree (one part, and two parts of
+different GPU kinds: ``PairFloor``), and tight where memory binds."""
 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from support import same_optimum
@@ -17,7 +19,7 @@ from yewpy.apps.dnn.model_files import load_model
 from yewpy.apps.dnn.models import transformer
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch
 from yewpy.apps.dnn.planner.bounds import pipe_bound
-from yewpy.apps.dnn.planner.stage_floor import Mode, StageFloor
+from yewpy.apps.dnn.planner.stage_floor import Mode, PairFloor, StageFloor
 
 RECOMPUTE_SETS = [("none", "selective", "full"), ("none", "full", "block"), ("none",), ("selective", "block")]
 ZERO_SETS = [(0, 1, 2, 3), (0, 1), (2, 3), (3,)]
@@ -29,20 +31,22 @@ def start_bound(search: PlanSearch, sid: int) -> float:
 
 
 def brute_minmax(modes: list[Mode], params, expert, t: float, usable: float, inflight: list, lo: int,
-                 first: int) -> float:
+                 first: int, per_stage: list | None = None) -> float:
     """The least over every cut of blocks [lo, n) into the stages first .. p - 1 (empty ones
     allowed) of its costliest stage, each stage at its cheapest mode that fits: a memoised
-    recursion over (stage, position), independent of the greedy."""
+    recursion over (stage, position), independent of the greedy. ``per_stage``: each stage's own
+    (modes, usable) where they differ (stages on two GPU kinds)."""
     n = len(params) - 1
 
     def cost(j: int, a: int, b: int) -> float:
         if a == b:
             return 0.0
         best = math.inf
-        for m in modes:
+        its_modes, room = per_stage[j] if per_stage else (modes, usable)
+        for m in its_modes:
             experts = (expert[b] - expert[a]) / t
             state = ((params[b] - params[a]) / t - experts) * m.state + experts * m.state_e + m.gather
-            if state + (m.act[b] - m.act[a]) * inflight[j] + m.working_set <= usable:
+            if state + (m.act[b] - m.act[a]) * inflight[j] + m.working_set <= room:
                 best = min(best, max(pre[b] - pre[a] + off for pre, off in m.terms))
         return best
 
@@ -89,6 +93,41 @@ def test_compiled_cut_matches_brute_force(data, n, p, modes):
         assert oracle <= least * (1 + 1e-6) + 1e-6
 
 
+def random_modes(data, values, count: int) -> list[Mode]:
+    out = []
+    for _ in range(count):
+        terms = tuple((prefix(data.draw(values)), data.draw(st.floats(0, 5))) for _ in range(data.draw(
+            st.integers(1, 2))))
+        out.append(Mode(terms, prefix(data.draw(values)), data.draw(st.floats(0, 5)),
+                        data.draw(st.floats(0, 2)), data.draw(st.floats(0, 2)), data.draw(st.floats(0, 5))))
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data(), n=st.integers(1, 8), p=st.integers(2, 5), modes=st.integers(1, 3))
+def test_pair_cut_matches_brute_force(data, n, p, modes):
+    """``PairFloor`` (stages on two parts, so many on each, in any order) says whether the least,
+    over every order of the parts and every cut, of the costliest stage is within the cap, and
+    ``least`` brackets it: on random block costs, modes and memory per part."""
+    values = st.lists(st.floats(0, 10, allow_nan=False), min_size=n, max_size=n)
+    params, expert = prefix(data.draw(values)), prefix([0.0] * n)
+    inflight = sorted(data.draw(st.lists(st.floats(0.5, 4), min_size=p, max_size=p)), reverse=True)
+    parts = [(random_modes(data, values, modes), data.draw(st.floats(5, 120))) for _ in range(2)]
+    floors = [StageFloor(m, params, expert, 1.0, usable, inflight) for m, usable in parts]
+    first = data.draw(st.integers(0, p))
+    pair = PairFloor(floors[0], floors[1], first, p - first)
+    oracle = min(brute_minmax([], params, expert, 1.0, 0.0, inflight, 0, 0, [parts[k] for k in order])
+                 for order in set(itertools.permutations([0] * first + [1] * (p - first))))
+    for cap in data.draw(st.lists(st.floats(0, 80), min_size=1, max_size=6)) + [math.inf]:
+        if abs(cap - oracle) > 1e-9:
+            assert pair.cuts(cap) == (oracle <= cap), (cap, oracle)
+    least = 0.0 if pair.cuts(0.0) else pair.least(0.0, math.inf, 40)
+    assert least <= oracle + 1e-9
+    assert math.isinf(least) == math.isinf(oracle)
+    if not math.isinf(oracle):
+        assert oracle <= least * (1 + 1e-6) + 1e-6
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     layers=st.integers(3, 8),
@@ -113,6 +152,38 @@ def test_floor_never_exceeds_a_shapes_best(layers, hidden, experts, batch, clust
                      recompute=recompute, zero=zero, schedules=schedules, zero_layers=per_layer_zero,
                      tp_layers=per_layer_tp)
     search = PlanSearch(model, load_cluster(cluster), train, top=3)
+    exhaustive = ExhaustivePlanSearch(model, load_cluster(cluster), train)
+    oracle = exhaustive.search(prune_level=False)
+    for sid, seconds in exhaustive.found.items():
+        assert start_bound(search, sid) <= seconds * (1 + 1e-12), search.shapes[sid]
+    same_optimum(search.search(prune_level=False), oracle)
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    layers=st.integers(3, 5),
+    hidden=st.sampled_from([1024, 4096, 8192]),
+    batch=st.sampled_from([16, 64]),
+    cluster=st.sampled_from(["dgx-a100-80g:1x4+dgx-v100-16g:1x4", "dgx-a100-40g:1x4+dgx-v100-32g:1x4",
+                             "dgx-h100-80g:1x4+dgx-a100-40g:1x4"]),
+    mem=st.sampled_from([0.15, 0.3, 0.6]),
+    recompute=st.sampled_from(RECOMPUTE_SETS),
+    zero=st.sampled_from(ZERO_SETS),
+    mixed_tp=st.booleans(),
+)
+# memory binds on the V100s: two-part shapes whose floor exceeds their time-only bound
+@example(layers=5, hidden=8192, batch=16, cluster="dgx-a100-80g:1x4+dgx-v100-16g:1x4", mem=0.3,
+         recompute=("none", "selective", "full"), zero=(0, 1, 2, 3), mixed_tp=False)
+def test_two_kind_floor_never_exceeds_a_shapes_best(layers, hidden, batch, cluster, mem, recompute, zero,
+                                                    mixed_tp):
+    """The same on two GPU kinds, where a shape's stages lie on two groups (or a group and a pair
+    of both, ``--mixed-tp``) in any order: ``PairFloor`` prunes nothing the answer needs."""
+    model = transformer("small", layers=layers, hidden=hidden, heads=16, vocab=32000, seq=1024)
+    train = Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4),
+                     recompute=recompute, zero=zero, schedules=("1f1b", "kfkb", "gpipe"), mixed_tp=mixed_tp)
+    search = PlanSearch(model, load_cluster(cluster), train, top=3)
+    assert any(len(sh.parts) == 2 and search.stage_floors[sid] > -math.inf
+               for sid, sh in enumerate(search.shapes) if sh.mode == "pipe")
     exhaustive = ExhaustivePlanSearch(model, load_cluster(cluster), train)
     oracle = exhaustive.search(prune_level=False)
     for sid, seconds in exhaustive.found.items():

@@ -27,7 +27,7 @@ from yewpy.apps.dnn.cost import (
     zero3_collectives,
 )
 from yewpy.apps.dnn.planner.shares import water_fill
-from yewpy.apps.dnn.planner.stage_floor import Mode, StageFloor
+from yewpy.apps.dnn.planner.stage_floor import Mode, PairFloor, StageFloor
 
 SAFETY = 1.0 - 1e-9  # bounds are shrunk by this factor against rounding
 FLOOR_STEPS = 10  # bisection steps of the stage floor: within 0.05% of its bracket's low end
@@ -389,7 +389,11 @@ class Bounds:
         exposed) or take fewer blocks; the time-only floors miss all three and were about 20% low
         on the 1T model on 512 A100 (docs/dnn.md)."""
         sh = self.shapes[sid]
-        if sh.mode != "pipe" or len(sh.parts) > 1 or sh.c1 < 1:
+        if sh.mode != "pipe" or sh.c1 < 1:
+            return -math.inf
+        if len(sh.parts) == 2:
+            return self._pair_floor(sid)
+        if len(sh.parts) > 2:
             return -math.inf
         p = sh.parts[0][1]
         if p == 1:  # one stage: its options are the plans
@@ -397,6 +401,24 @@ class Bounds:
             return min((sh.c1 * b + c for _, b, c, _, _ in options), default=math.inf)
         tab = self.part_table(sid, 0)
         return self._suffix_floor(sid, 0, p, sh.c1 * self._minmax(tab, 0, p, tab.time["none"][self.n] / p))
+
+    def _pair_floor(self, sid: int) -> float:
+        """``stage_floor`` of a pipe shape on two parts (two GPU kinds, or a pair and a group): the
+        same cut with each stage on either part, as many on each as the shape has (``PairFloor``);
+        -inf for DAPPLE's two widths (their stages take different shares of a micro-batch) and where
+        per-layer TP is searched."""
+        sh = self.shapes[sid]
+        if sh.uneven or self.widenable(sid):
+            return -math.inf
+        floors = []
+        for part in (0, 1):
+            tab, usable, zc, _, _, _, infl, _ = self._class_consts(sid, part, None)
+            arrays = tab.arrays()
+            modes = self._floor_modes(sid, tab, zc, part)
+            floors.append(StageFloor(modes, arrays["params"], arrays["expert"], tab.t, usable, infl[:sh.p]))
+        pair = PairFloor(floors[0], floors[1], sh.parts[0][1], sh.parts[1][1])
+        low = sh.c1 * self._time_floors(sid, 0, sh.p, [(0, sh.parts[0][1]), (1, sh.parts[1][1])])[1]
+        return low if pair.cuts(low) else pair.least(low, math.inf, FLOOR_STEPS)
 
     def _suffix_floor(self, sid: int, lo: int, q: int, low: float) -> float:
         """``stage_floor`` for the last q stages over blocks [lo, n) (the stages a node has left),
@@ -412,19 +434,20 @@ class Bounds:
         first = self.shapes[sid].p - q
         return low if floor.cuts(low, lo, first) else floor.least(low, math.inf, FLOOR_STEPS, lo, first)
 
-    def _floor_modes(self, sid: int, tab: StageTables, zc: dict) -> list[Mode]:
+    def _floor_modes(self, sid: int, tab: StageTables, zc: dict, part: int = 0) -> list[Mode]:
         """Shape ``sid``'s (recompute, ZeRO) options as the stage floor sees them: a stage's
         c1 tau + exposed over [lo, hi) is the largest of prefix[hi] - prefix[lo] + offset over a
         mode's terms (``stage_terms``' arithmetic, regrouped: every part is linear in the blocks'
         prefix sums). Latencies of expert all-reduces are left out (a floor may be low). "block"
         is relaxed to the time of no recompute and the activations of recomputing every block
-        where that stores less: its least time and memory at any count."""
+        where that stores less: its least time and memory at any count. ``part``: the shape's part
+        whose tables ``tab`` are (a two-part shape's floor has modes per part)."""
         sh, tr, arrays = self.shapes[sid], self.train, tab.arrays()
         c1, t = sh.c1, tab.t
         params, expert, dense = arrays["params"], arrays["expert"], arrays["dense"]
         dp_byte = None  # the data-parallel all-reduce's seconds per gradient prefix entry, latency
         if sh.replicas > 1:
-            latency, per_byte, _ = self._jensen_terms(sid, 0)
+            latency, per_byte, _ = self._jensen_terms(sid, part)
             dp_byte = per_byte * tr.grad_bytes * dense / t
             if tab.expert_replicas > 1:
                 ring = (tab.expert_replicas, *tab.expert_ring)
@@ -438,7 +461,7 @@ class Bounds:
                 out.append(self._widened_mode(sid, tab, zc, rc, z - TP_LAYERS))
                 continue
             if per_layer_zero(z):
-                out += self._per_layer_modes(sid, tab, zc, rc, z - ZERO_LAYERS, per_rc)
+                out += self._per_layer_modes(sid, tab, zc, rc, z - ZERO_LAYERS, per_rc, part)
                 continue
             state, gbuf, touched_f, m_dp, state_e, touched_e = zc[z]
             act = arrays["act_block" if rc == "block" else "act_" + rc]
@@ -450,7 +473,7 @@ class Bounds:
             terms: tuple = ((steady, 0.0),)
             if z == 3:
                 if zero3 is None:
-                    zero3 = c1 * self._zero3_prefix(sid, tab)
+                    zero3 = c1 * self._zero3_prefix(sid, tab, part)
                 terms += ((steady - ZERO3_OVERLAP * c1 * times + zero3, 0.0),)
             elif dp_byte is not None:
                 scale = (m_dp + 1) / 2 if z == 2 else 1.0
@@ -458,8 +481,8 @@ class Bounds:
             out.append(Mode(terms, act, working_set, state, state_e, gbuf))
         return out
 
-    def _per_layer_modes(self, sid: int, tab: StageTables, zc: dict, rc: str, base: int, per_rc: dict
-                         ) -> list[Mode]:
+    def _per_layer_modes(self, sid: int, tab: StageTables, zc: dict, rc: str, base: int, per_rc: dict,
+                         part: int = 0) -> list[Mode]:
         """Option (``rc``, per-layer ZeRO-3 over ZeRO-``base``) as PER_LAYER_BUCKETS floor modes: the
         mode for a sharded share of the dense parameters in (k/K, (k+1)/K] holds the state of
         (k+1)/K sharded (and every expert parameter's ZeRO-3 state), and costs at least the steady
@@ -478,7 +501,7 @@ class Bounds:
             first: tuple = ((steady, 0.0),)
             exposed = None
             if sh.replicas > 1 and c1 >= 1:
-                _, per_byte, per_param3 = self._jensen_terms(sid, 0)
+                _, per_byte, per_param3 = self._jensen_terms(sid, part)
                 slope, hide = self._per_layer_line(c1, per_byte, per_param3)
                 first += ((steady - hide * times + slope * dense / t, 0.0),)
                 exposed = (steady - c1 * ZERO3_OVERLAP * times, c1 * per_param3 * dense / t)
@@ -517,11 +540,11 @@ class Bounds:
         working_set = min(tab.working_set, wide.working_set) if rc == "full" else 0.0
         return Mode(terms, act, working_set, min(state, wide_state / 2), state_e, 0.0)
 
-    def _zero3_prefix(self, sid: int, tab: StageTables) -> np.ndarray:
-        """Prefix sums of ZeRO-3's collectives per micro-batch: ``zero3_collectives`` (dense and
-        expert) over the prefix arrays, as it is linear in the blocks and their parameters."""
+    def _zero3_prefix(self, sid: int, tab: StageTables, part: int = 0) -> np.ndarray:
+        """Prefix sums of ZeRO-3's collectives per micro-batch on part ``part``: ``zero3_collectives``
+        (dense and expert) over the prefix arrays, as it is linear in the blocks and their parameters."""
         sh, wb, arrays = self.shapes[sid], self.train.weight_bytes, tab.arrays()
-        ring = flat_ring(self.dp_link(sid, 0))
+        ring = flat_ring(self.dp_link(sid, part))
         blocks = np.arange(self.n + 1, dtype=float)
         out = zero3_collectives(arrays["dense"] / tab.t, blocks, sh.replicas, ring, wb)
         if tab.expert_replicas > 1 and tab.expert[self.n] > 0:

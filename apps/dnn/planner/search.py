@@ -141,17 +141,40 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
             self._bound_state(i, 0, self.start_counts(i), *self.zero_state(i)) if need <= usable else math.inf
             for i, (need, usable) in enumerate(self.floors)
         ]
+        self.order_lb = self._order_bounds()
         forms: dict = {}
         for i, sh in enumerate(self.shapes):
             forms.setdefault(sh.form(), {}).setdefault(sh.d, []).append(i)
         self.forms = [
-            (key, {d: sorted(ids, key=lambda i: (self.root_lb[i], i)) for d, ids in by_d.items()})
+            (key, {d: sorted(ids, key=lambda i: (self.order_lb[i], i)) for d, ids in by_d.items()})
             for key, by_d in forms.items()
         ]
         self.form_lb = [min(self.root_lb[i] for ids in by_d.values() for i in ids) for _, by_d in self.forms]
-        self.form_order = sorted(range(len(self.forms)), key=lambda f: (self.form_lb[f], f))
+        first = [min(self.order_lb[i] for ids in by_d.values() for i in ids) for _, by_d in self.forms]
+        self.form_order = sorted(range(len(self.forms)), key=lambda f: (first[f], f))
         if self.pruning:
             self.seed_bar = self._seed()
+
+    def _order_bounds(self) -> list[float]:
+        """The root bounds that order the shapes (the search's and the seed's): ``root_lb`` without
+        the two-part stage floors (``bounds._pair_floor``). Those prune, but hap shapes have no
+        memory floor, so ordered by them the search would open the hap shapes first, on bounds far
+        below their plans, before a good plan bars them (GPT-3 on 16+16 DGX A100/V100: 303,706 nodes
+        against 10,035)."""
+        paired = [i for i, sh in enumerate(self.shapes)
+                  if sh.mode == "pipe" and len(sh.parts) == 2 and -math.inf < self.stage_floors[i] < math.inf]
+        if not paired:
+            return self.root_lb
+        floors, order = self.stage_floors, list(self.root_lb)
+        self.stage_floors = list(floors)
+        for i in paired:
+            self.stage_floors[i] = -math.inf
+        try:
+            for i in paired:
+                order[i] = self._bound_state(i, 0, self.start_counts(i), *self.zero_state(i))
+        finally:
+            self.stage_floors = floors
+        return order
 
     # -- per-shape data ----------------------------------------------------------------------------
 

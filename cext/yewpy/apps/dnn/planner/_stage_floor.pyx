@@ -103,33 +103,38 @@ cdef class StageFloor:
         return (dense * s[1] + experts * s[2] + s[3] + (a[hi] - a[lo]) * self.inflight[j] + s[0]
                 <= self.usable)
 
-    cdef bint _cuts(self, double cap, int pos, int first) noexcept nogil:
-        cdef int n = self.n, w = self.width, j, m, k, best, hi, low, high, mid
+    cdef int _reach_stage(self, double cap, int pos, int j) noexcept nogil:
+        """How far stage j starting at block ``pos`` may reach under some mode of cost <= cap that
+        fits its memory (``pos`` itself: the stage left empty)."""
+        cdef int n = self.n, w = self.width, m, k, best = pos, hi, low, high, mid
         cdef const double* prefix
+        for m in range(self.modes):
+            hi = n
+            for k in range(self.nterms[m]):
+                prefix = self.terms + (MAX_TERMS * m + k) * w
+                hi = min(hi, _reach(prefix, prefix[pos] + cap - self.offsets[MAX_TERMS * m + k], pos, n))
+            if hi <= best:
+                continue
+            if not self._fits(m, j, pos, hi):
+                if not self._fits(m, j, pos, best + 1):
+                    continue
+                low, high = best + 1, hi  # fits(low), not fits(high): memory grows with hi
+                while high - low > 1:
+                    mid = (low + high) >> 1
+                    if self._fits(m, j, pos, mid):
+                        low = mid
+                    else:
+                        high = mid
+                hi = low
+            best = hi
+        return best
+
+    cdef bint _cuts(self, double cap, int pos, int first) noexcept nogil:
+        cdef int n = self.n, j
         if pos >= n:
             return True
         for j in range(first, self.p):
-            best = pos
-            for m in range(self.modes):
-                hi = n
-                for k in range(self.nterms[m]):
-                    prefix = self.terms + (MAX_TERMS * m + k) * w
-                    hi = min(hi, _reach(prefix, prefix[pos] + cap - self.offsets[MAX_TERMS * m + k], pos, n))
-                if hi <= best:
-                    continue
-                if not self._fits(m, j, pos, hi):
-                    if not self._fits(m, j, pos, best + 1):
-                        continue
-                    low, high = best + 1, hi  # fits(low), not fits(high): memory grows with hi
-                    while high - low > 1:
-                        mid = (low + high) >> 1
-                        if self._fits(m, j, pos, mid):
-                            low = mid
-                        else:
-                            high = mid
-                    hi = low
-                best = hi
-            pos = best  # an empty stage where nothing fits: see ``cuts``
+            pos = self._reach_stage(cap, pos, j)  # an empty stage where nothing fits: see ``cuts``
             if pos >= n:
                 return True
         return False
@@ -162,6 +167,87 @@ cdef class StageFloor:
         for _ in range(steps):
             mid = (low + high) / 2
             if self._cuts(mid, lo, first):
+                high = mid
+            else:
+                low = mid
+        return low
+
+
+cdef class PairFloor:
+    """The same cuts for a pipeline whose stages lie on two parts (two GPU kinds, or two widths),
+    ``counts[i]`` stages on part i in any order: ``floors[i]`` (a StageFloor of the shape's p stages
+    on part i) says how far a stage of part i reaches. After j stages, the farthest block reached
+    with a of them on part 0 is kept for each a: reaching further never hurts (a stage's least cost
+    never falls as it gains blocks), so the greedy per count is exact with empty stages allowed."""
+
+    cdef StageFloor first, second
+    cdef int count0, count1, p, n
+
+    def __cinit__(self, StageFloor first, StageFloor second, int count0, int count1):
+        if count0 < 0 or count1 < 0 or count0 + count1 != first.p or first.p != second.p \
+                or first.n != second.n:
+            raise ValueError("a pair floor needs two floors of one shape and its stage counts")
+        self.first, self.second = first, second
+        self.count0, self.count1, self.p, self.n = count0, count1, first.p, first.n
+
+    cdef bint _cuts(self, double cap) except -1:
+        cdef int j, a, b, reach, n = self.n, size = self.count0 + 1
+        cdef int* cur = <int*> malloc(size * sizeof(int))
+        cdef int* nxt = <int*> malloc(size * sizeof(int))
+        cdef int* swap
+        cdef bint done = False
+        if not cur or not nxt:
+            free(cur)
+            free(nxt)
+            raise MemoryError()
+        for a in range(size):
+            cur[a] = -1
+        cur[0] = 0
+        for j in range(self.p):
+            for a in range(size):
+                nxt[a] = -1
+            for a in range(min(j, self.count0) + 1):
+                b = j - a
+                if cur[a] < 0 or b > self.count1:
+                    continue
+                if a < self.count0:
+                    reach = self.first._reach_stage(cap, cur[a], j)
+                    if reach > nxt[a + 1]:
+                        nxt[a + 1] = reach
+                if b < self.count1:
+                    reach = self.second._reach_stage(cap, cur[a], j)
+                    if reach > nxt[a]:
+                        nxt[a] = reach
+            swap = cur
+            cur = nxt
+            nxt = swap
+            for a in range(size):
+                if cur[a] >= n:
+                    done = True
+            if done:
+                break
+        free(cur)
+        free(nxt)
+        return done
+
+    def cuts(self, double cap) -> bool:
+        """Whether some cut of blocks [0, n) into the p stages, counts[i] of them on part i in some
+        order and empty ones allowed, has every stage fitting under a mode of cost <= cap."""
+        return self._cuts(cap)
+
+    def least(self, double low, double high, int steps) -> float:
+        """As ``StageFloor.least``: a lower bound on the least cap that cuts, given that ``low`` does
+        not and ``high`` does (or is inf); inf if none does."""
+        cdef double mid
+        if high == INF:
+            high = 1.5 * low if low > 0 else 1e-9
+            while not self._cuts(high):
+                if not self._cuts(INF):
+                    return INF
+                low, high = high, 2 * high
+        for _ in range(steps):
+            mid = (low + high) / 2
+            if self._cuts(mid):
                 high = mid
             else:
                 low = mid
