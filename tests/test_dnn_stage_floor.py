@@ -182,7 +182,7 @@ def test_two_kind_floor_never_exceeds_a_shapes_best(layers, hidden, batch, clust
     train = Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4),
                      recompute=recompute, zero=zero, schedules=("1f1b", "kfkb", "gpipe"), mixed_tp=mixed_tp)
     search = PlanSearch(model, load_cluster(cluster), train, top=3)
-    assert any(len(sh.parts) == 2 and search.stage_floors[sid] > -math.inf
+    assert any(len(sh.parts) == 2 and search._pair_floor(sid) > -math.inf
                for sid, sh in enumerate(search.shapes) if sh.mode == "pipe")
     exhaustive = ExhaustivePlanSearch(model, load_cluster(cluster), train)
     oracle = exhaustive.search(prune_level=False)

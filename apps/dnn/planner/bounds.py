@@ -80,16 +80,23 @@ class Bounds:
         return self._bound_state(sid, lo, counts, S, X, E, stages[-1][0] if stages else None) * SAFETY
 
     def _bound_state(self, sid: int, lo: int, counts: tuple, S: tuple, X: tuple, E: float,
-                     last: int | None = None) -> float:
+                     last: int | None = None, pair: bool = True) -> float:
         """A lower bound on the time of every completion of the state: the state's own sums and
         maxima joined with the remaining blocks' floors (``_floors``), and in pipe mode one more
         wide-area send where the last stage's part ``last`` is at a site no remaining part is at. It
         never decreases in S, X or E, so a state the bound prunes also prunes every state it
-        dominates (the dominance memo compares states of one last part)."""
+        dominates (the dominance memo compares states of one last part). ``pair``: with the
+        two-part stage floor, computed for a shape the first time one of its states is bounded
+        (``_pair_floor``; the root bounds that order the shapes leave it out)."""
         sh = self.shapes[sid]
         floors = self._floors(sid, lo, counts)
         if sh.mode == "pipe":
             floor = self.stage_floors[sid]  # the stage floor bounds the Jensen term's quantity
+            if pair and len(sh.parts) == 2:
+                two = self._pair_floors.get(sid)
+                if two is None:
+                    two = self._pair_floors[sid] = self._pair_floor(sid)
+                floor = two if two > floor else floor
             if floor > floors[2]:
                 floors = (floors[0], floors[1], floor)
             if last is not None and self._sites > 1 and self._leaves_its_site(sid, counts, last):
@@ -389,11 +396,7 @@ class Bounds:
         exposed) or take fewer blocks; the time-only floors miss all three and were about 20% low
         on the 1T model on 512 A100 (docs/dnn.md)."""
         sh = self.shapes[sid]
-        if sh.mode != "pipe" or sh.c1 < 1:
-            return -math.inf
-        if len(sh.parts) == 2:
-            return self._pair_floor(sid)
-        if len(sh.parts) > 2:
+        if sh.mode != "pipe" or len(sh.parts) > 1 or sh.c1 < 1:
             return -math.inf
         p = sh.parts[0][1]
         if p == 1:  # one stage: its options are the plans
@@ -405,10 +408,11 @@ class Bounds:
     def _pair_floor(self, sid: int) -> float:
         """``stage_floor`` of a pipe shape on two parts (two GPU kinds, or a pair and a group): the
         same cut with each stage on either part, as many on each as the shape has (``PairFloor``);
-        -inf for DAPPLE's two widths (their stages take different shares of a micro-batch) and where
-        per-layer TP is searched."""
+        -inf for DAPPLE's two widths (their stages take different shares of a micro-batch), where
+        per-layer TP is searched, or c1 < 1. Computed when the search first bounds one of the
+        shape's states: many two-part shapes are pruned by their time-only root bounds first."""
         sh = self.shapes[sid]
-        if sh.uneven or self.widenable(sid):
+        if sh.c1 < 1 or sh.uneven or self.widenable(sid):
             return -math.inf
         floors = []
         for part in (0, 1):

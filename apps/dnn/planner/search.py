@@ -72,7 +72,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "_least_cache",
         "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
         "_stage_floor_cores", "_wan_cache", "_kind_cache", "_twins_cache", "_ratio_cache", "_ranking",
-        "_leave_cache", "_blocks_cache", "_packing_cache", "_mixed_floors_cache",
+        "_leave_cache", "_blocks_cache", "_packing_cache", "_mixed_floors_cache", "_pair_floors",
     })
 
     def __deepcopy__(self, memo: dict) -> PlanSearch:
@@ -131,50 +131,29 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._twins_cache: dict = {}  # shape -> its interchangeable parts (_twins)
         self._ratio_cache: dict = {}  # (table, part 0's table) -> the time ratios (bounds._time_ratios)
         self._stage_floor_cores: dict = {}  # shape -> its compiled StageFloor (bounds._suffix_floor)
+        self._pair_floors: dict = {}  # shape -> its two-part stage floor, once reached (bounds._pair_floor)
         self._model_params = (model.params, sum(blk.expert_params for blk in model.blocks))
         if not rank:  # only for replaying known plans (sensitivity sweeps)
             return
         self.floors = [self.memory_floor(i) for i in range(len(self.shapes))]
         self.stage_floors = [self.stage_floor(i) if need <= usable else math.inf for i, (need, usable) in
                              enumerate(self.floors)]
+        # without the two-part floors, computed only for the shapes the search reaches (bounds._pair_floor)
         self.root_lb = [
-            self._bound_state(i, 0, self.start_counts(i), *self.zero_state(i)) if need <= usable else math.inf
-            for i, (need, usable) in enumerate(self.floors)
+            self._bound_state(i, 0, self.start_counts(i), *self.zero_state(i), pair=False) if need <= usable
+            else math.inf for i, (need, usable) in enumerate(self.floors)
         ]
-        self.order_lb = self._order_bounds()
         forms: dict = {}
         for i, sh in enumerate(self.shapes):
             forms.setdefault(sh.form(), {}).setdefault(sh.d, []).append(i)
         self.forms = [
-            (key, {d: sorted(ids, key=lambda i: (self.order_lb[i], i)) for d, ids in by_d.items()})
+            (key, {d: sorted(ids, key=lambda i: (self.root_lb[i], i)) for d, ids in by_d.items()})
             for key, by_d in forms.items()
         ]
         self.form_lb = [min(self.root_lb[i] for ids in by_d.values() for i in ids) for _, by_d in self.forms]
-        first = [min(self.order_lb[i] for ids in by_d.values() for i in ids) for _, by_d in self.forms]
-        self.form_order = sorted(range(len(self.forms)), key=lambda f: (first[f], f))
+        self.form_order = sorted(range(len(self.forms)), key=lambda f: (self.form_lb[f], f))
         if self.pruning:
             self.seed_bar = self._seed()
-
-    def _order_bounds(self) -> list[float]:
-        """The root bounds that order the shapes (the search's and the seed's): ``root_lb`` without
-        the two-part stage floors (``bounds._pair_floor``). Those prune, but hap shapes have no
-        memory floor, so ordered by them the search would open the hap shapes first, on bounds far
-        below their plans, before a good plan bars them (GPT-3 on 16+16 DGX A100/V100: 303,706 nodes
-        against 10,035)."""
-        paired = [i for i, sh in enumerate(self.shapes)
-                  if sh.mode == "pipe" and len(sh.parts) == 2 and -math.inf < self.stage_floors[i] < math.inf]
-        if not paired:
-            return self.root_lb
-        floors, order = self.stage_floors, list(self.root_lb)
-        self.stage_floors = list(floors)
-        for i in paired:
-            self.stage_floors[i] = -math.inf
-        try:
-            for i in paired:
-                order[i] = self._bound_state(i, 0, self.start_counts(i), *self.zero_state(i))
-        finally:
-            self.stage_floors = floors
-        return order
 
     # -- per-shape data ----------------------------------------------------------------------------
 

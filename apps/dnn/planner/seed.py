@@ -25,7 +25,7 @@ class Seeding:
         saved, self.memo_on = self.memo_on, False  # a dive must not fill the dominance memo
         times: list[float] = []
         try:
-            order = sorted(range(len(self.shapes)), key=lambda i: (self.order_lb[i], i))
+            order = sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i))
             for sid in order[: tries * max(self.top, 3)]:
                 # the walk only where the cut found no plan: it seldom beats the cut, and costs more
                 cut = self._cut_leaf(sid)

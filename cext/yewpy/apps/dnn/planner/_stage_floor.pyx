@@ -6,6 +6,8 @@ under a mode when they fit in memory at its in-flight count and the mode's cost,
 prefix[hi] - prefix[lo] + offset over its terms, is at most a cap.
 """
 
+import numpy
+
 from libc.stdlib cimport free, malloc
 
 cdef double INF = float("inf")
@@ -24,6 +26,14 @@ cdef inline int _reach(const double* prefix, double limit, int lo, int n) noexce
         else:
             low = mid + 1
     return low - 1
+
+
+cdef const double[::1] _doubles(values, int width):
+    """``values`` (a prefix array) as contiguous doubles, ``width`` of them, copied only if need be."""
+    cdef const double[::1] out = numpy.ascontiguousarray(values, dtype=numpy.float64)
+    if out.shape[0] != width:
+        raise ValueError("a stage-floor prefix array has n + 1 entries")
+    return out
 
 
 cdef class StageFloor:
@@ -72,11 +82,12 @@ cdef class StageFloor:
             if not 1 <= len(terms) <= MAX_TERMS:
                 raise ValueError(f"a stage-floor mode has 1 to {MAX_TERMS} terms")
             self.nterms[m] = len(terms)
-            for k, (prefix, offset) in enumerate(terms):
+            for k, (values, offset) in enumerate(terms):
                 self.offsets[MAX_TERMS * m + k] = offset
+                prefix = _doubles(values, w)
                 for i in range(w):
                     self.terms[(MAX_TERMS * m + k) * w + i] = prefix[i]
-            act = mode.act
+            act = _doubles(mode.act, w)
             for i in range(w):
                 self.act[m * w + i] = act[i]
             self.scalars[4 * m] = mode.working_set
