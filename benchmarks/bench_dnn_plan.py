@@ -10,6 +10,7 @@ python benchmarks/bench_dnn_plan.py sweep 3       # planning time of every prese
 python benchmarks/bench_dnn_plan.py sweep 1 "" --recompute none,selective,full,block  # ... with more flags
 python benchmarks/bench_dnn_plan.py sites 1000 120  # GPT-2 XL on three sites, left free (FusionLLM)
 python benchmarks/bench_dnn_plan.py mixed-tp 3    # two-kind clusters with and without --mixed-tp (HAP)
+python benchmarks/bench_dnn_plan.py two-kind 3    # two-kind clusters with and without the two-part floor
 """
 
 from __future__ import annotations
@@ -185,6 +186,41 @@ def mixed_tp(repeat: int) -> None:
                   f"{found[False][1]} / {found[True][1]}, paired {found[True][2]}", flush=True)
 
 
+TWO_KIND = [("megatron-18.4b", f"{A100}:4x8+dgx-v100-32g:4x8", 512),
+            ("gpt3-175b", f"{A100}:16x8+dgx-v100-32g:16x8", 1536),
+            ("llama3-8b", f"{H100}:8x8+{A100}:8x8", 1024),
+            ("llama3-70b", f"{A100}:32x8+dgx-a100-40g:32x8", 1024),
+            ("mixtral-8x7b", f"{H100}:4x8+{A100}:8x8", 512),
+            ("megatron-39.1b", f"{A100}:8x8+dgx-v100-32g:16x8", 1024)]
+
+
+def two_kind(repeat: int) -> None:
+    """Search seconds (PlanSearch, --top 3) on two-kind clusters with the two-part stage floor
+    (``bounds._pair_floor``) and without it (the method replaced by one returning -inf, as before
+    it existed), alternating in this process, medians of ``repeat``; plans and nodes of each."""
+    import math
+
+    from yewpy.apps.dnn.planner import PlanSearch
+
+    with_floor = PlanSearch._pair_floor
+    for model, cluster, batch in TWO_KIND:
+        times: dict = {True: [], False: []}
+        found = {}
+        for _ in range(repeat):
+            for on in (False, True):
+                PlanSearch._pair_floor = with_floor if on else (lambda self, sid: -math.inf)
+                t0 = time.perf_counter()
+                search = PlanSearch(load_model(model), load_cluster(cluster), Training(batch, 2048), top=3)
+                result = search.search()
+                times[on].append(time.perf_counter() - t0)
+                found[on] = (result.objective, result.nodes)
+        PlanSearch._pair_floor = with_floor
+        off, on = (statistics.median(times[k]) for k in (False, True))
+        print(f"{model} on {cluster}: {off:.2f} s without the floor, {on:.2f} s with (x{on / off:.2f}); "
+              f"plans {found[False][0]:.4f} / {found[True][0]:.4f} s/iter, nodes {found[False][1]} / "
+              f"{found[True][1]}", flush=True)
+
+
 GPT2_XL = {"name": "gpt2-xl", "transformer": {"layers": 48, "hidden": 1600, "heads": 25, "vocab": 50257,
                                               "seq": 1024}}
 
@@ -226,6 +262,8 @@ def main() -> None:
     elif what == "sweep":
         sweep(int(sys.argv[2]) if len(sys.argv) > 2 else 3, sys.argv[3] if len(sys.argv) > 3 else "",
               sys.argv[4:])
+    elif what == "two-kind":
+        two_kind(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
     elif what == "mixed-tp":
         mixed_tp(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
     elif what == "cli":

@@ -236,6 +236,10 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                 yield ("dp", node[1], d)
         elif tag == "dp":
             for sid in self.forms[node[1]][1][node[2]]:
+                # pruned on its root bound before its start node is bounded (which would compute
+                # the shape's two-part floor: bounds._pair_floor)
+                if self.pruning and self.root_lb[sid] * SAFETY > self._limit(sid):
+                    continue
                 yield self.start_node(sid)
         else:
             yield from self._stage_children(node)
