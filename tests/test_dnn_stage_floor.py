@@ -107,25 +107,59 @@ def random_modes(data, values, count: int) -> list[Mode]:
 @given(data=st.data(), n=st.integers(1, 8), p=st.integers(2, 5), modes=st.integers(1, 3))
 def test_pair_cut_matches_brute_force(data, n, p, modes):
     """``PairFloor`` (stages on two parts, so many on each, in any order) says whether the least,
-    over every order of the parts and every cut, of the costliest stage is within the cap, and
-    ``least`` brackets it: on random block costs, modes and memory per part."""
+    over every order of the parts and every cut, of the costliest stage is within the cap, from any
+    node's place (first block, first stage, stages left per part), and ``least`` brackets it: on
+    random block costs, modes and memory per part."""
     values = st.lists(st.floats(0, 10, allow_nan=False), min_size=n, max_size=n)
     params, expert = prefix(data.draw(values)), prefix([0.0] * n)
     inflight = sorted(data.draw(st.lists(st.floats(0.5, 4), min_size=p, max_size=p)), reverse=True)
     parts = [(random_modes(data, values, modes), data.draw(st.floats(5, 120))) for _ in range(2)]
     floors = [StageFloor(m, params, expert, 1.0, usable, inflight) for m, usable in parts]
-    first = data.draw(st.integers(0, p))
-    pair = PairFloor(floors[0], floors[1], first, p - first)
-    oracle = min(brute_minmax([], params, expert, 1.0, 0.0, inflight, 0, 0, [parts[k] for k in order])
-                 for order in set(itertools.permutations([0] * first + [1] * (p - first))))
+    on0 = data.draw(st.integers(0, p))
+    pair = PairFloor(floors[0], floors[1], on0, p - on0)
+    # from a node's place: blocks [lo, n) on the stages left, so many of them on each part
+    lo = data.draw(st.integers(0, n))
+    left0, left1 = data.draw(st.integers(0, on0)), data.draw(st.integers(0, p - on0))
+    first = p - left0 - left1
+    oracle = min(brute_minmax([], params, expert, 1.0, 0.0, inflight, lo, first,
+                              [None] * first + [parts[k] for k in order])
+                 for order in set(itertools.permutations([0] * left0 + [1] * left1)))
     for cap in data.draw(st.lists(st.floats(0, 80), min_size=1, max_size=6)) + [math.inf]:
         if abs(cap - oracle) > 1e-9:
-            assert pair.cuts(cap) == (oracle <= cap), (cap, oracle)
-    least = 0.0 if pair.cuts(0.0) else pair.least(0.0, math.inf, 40)
+            assert pair.cuts(cap, lo, first, left0, left1) == (oracle <= cap), (cap, oracle)
+    start = (lo, first, left0, left1)
+    least = 0.0 if pair.cuts(0.0, *start) else pair.least(0.0, math.inf, 40, *start)
     assert least <= oracle + 1e-9
     assert math.isinf(least) == math.isinf(oracle)
     if not math.isinf(oracle):
         assert oracle <= least * (1 + 1e-6) + 1e-6
+
+
+def test_pair_cut_from_a_nodes_place_on_seeded_instances():
+    """The same check on 300 seeded random instances, started mid-pipeline with few stages left on
+    each part, where memory binds on the early (fuller) positions: a stage's in-flight count is its
+    position's, whichever part it is on."""
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n, p = int(rng.integers(2, 7)), int(rng.integers(2, 5))
+        parts = []
+        for _ in range(2):
+            modes = [Mode(((prefix(rng.uniform(0, 10, n)), 0.0),), prefix(rng.uniform(0, 10, n)), 0.0,
+                          float(rng.uniform(0, 2)), 0.0, 0.0) for _ in range(int(rng.integers(1, 3)))]
+            parts.append((modes, float(rng.uniform(5, 60))))
+        params, expert = prefix(rng.uniform(0, 10, n)), prefix(np.zeros(n))
+        inflight = sorted(rng.uniform(0.5, 6, p), reverse=True)
+        floors = [StageFloor(m, params, expert, 1.0, usable, inflight) for m, usable in parts]
+        on0 = int(rng.integers(0, p + 1))
+        pair = PairFloor(floors[0], floors[1], on0, p - on0)
+        left0, left1 = int(rng.integers(0, on0 + 1)), int(rng.integers(0, p - on0 + 1))
+        first, lo = p - left0 - left1, int(rng.integers(0, n + 1))
+        oracle = min(brute_minmax([], params, expert, 1.0, 0.0, inflight, lo, first,
+                                  [None] * first + [parts[k] for k in order])
+                     for order in set(itertools.permutations([0] * left0 + [1] * left1)))
+        for cap in (*rng.uniform(0, 40, 4), math.inf):
+            if abs(cap - oracle) > 1e-9:
+                assert pair.cuts(cap, lo, first, left0, left1) == (oracle <= cap), (cap, oracle)
 
 
 @settings(max_examples=30, deadline=None)

@@ -128,6 +128,10 @@ class Bounds:
             if q == 0:
                 return 0.0, 0.0, -math.inf
             floors = self._time_floors(sid, lo, q, live)
+            if 0 < lo and len(sh.parts) == 2 and sh.c1 >= 1:     # memory counted, as the whole shape's
+                ev = self._pair_suffix(sid, lo, counts, sh.c1 * floors[1])
+                if ev > floors[2]:
+                    floors = (floors[0], floors[1], ev)
             crossings = len({self.cluster.groups[sh.parts[i][0]].site for i, _ in live}) - 1
             if crossings:
                 floors = self._with_crossings(sid, floors, crossings)
@@ -420,9 +424,22 @@ class Bounds:
             arrays = tab.arrays()
             modes = self._floor_modes(sid, tab, zc, part)
             floors.append(StageFloor(modes, arrays["params"], arrays["expert"], tab.t, usable, infl[:sh.p]))
-        pair = PairFloor(floors[0], floors[1], sh.parts[0][1], sh.parts[1][1])
+        pair = self._pair_cores[sid] = PairFloor(floors[0], floors[1], sh.parts[0][1], sh.parts[1][1])
         low = sh.c1 * self._time_floors(sid, 0, sh.p, [(0, sh.parts[0][1]), (1, sh.parts[1][1])])[1]
         return low if pair.cuts(low) else pair.least(low, math.inf, FLOOR_STEPS)
+
+    def _pair_suffix(self, sid: int, lo: int, counts: tuple, low: float) -> float:
+        """``_pair_floor`` for the stages a node has left (``counts`` per part) over blocks [lo, n),
+        given ``low``, a value known to be at most it; -inf where the shape has no two-part floor."""
+        if sid not in self._pair_floors:
+            self._pair_floors[sid] = self._pair_floor(sid)
+        core = self._pair_cores.get(sid)
+        if core is None:
+            return -math.inf
+        first = self.shapes[sid].p - counts[0] - counts[1]
+        if core.cuts(low, lo, first, counts[0], counts[1]):
+            return low
+        return core.least(low, math.inf, FLOOR_STEPS, lo, first, counts[0], counts[1])
 
     def _suffix_floor(self, sid: int, lo: int, q: int, low: float) -> float:
         """``stage_floor`` for the last q stages over blocks [lo, n) (the stages a node has left),

@@ -201,32 +201,36 @@ cdef class PairFloor:
         self.first, self.second = first, second
         self.count0, self.count1, self.p, self.n = count0, count1, first.p, first.n
 
-    cdef bint _cuts(self, double cap) except -1:
-        cdef int j, a, b, reach, n = self.n, size = self.count0 + 1
-        cdef int* cur = <int*> malloc(size * sizeof(int))
-        cdef int* nxt = <int*> malloc(size * sizeof(int))
+    cdef bint _cuts(self, double cap, int lo, int first, int count0, int count1) except -1:
+        cdef int j, a, b, reach, n = self.n, size = count0 + 1
+        cdef int* cur
+        cdef int* nxt
         cdef int* swap
-        cdef bint done = False
+        cdef bint done = lo >= n
+        if done:
+            return True
+        cur = <int*> malloc(size * sizeof(int))
+        nxt = <int*> malloc(size * sizeof(int))
         if not cur or not nxt:
             free(cur)
             free(nxt)
             raise MemoryError()
         for a in range(size):
             cur[a] = -1
-        cur[0] = 0
-        for j in range(self.p):
+        cur[0] = lo
+        for j in range(count0 + count1):
             for a in range(size):
                 nxt[a] = -1
-            for a in range(min(j, self.count0) + 1):
+            for a in range(min(j, count0) + 1):
                 b = j - a
-                if cur[a] < 0 or b > self.count1:
+                if cur[a] < 0 or b > count1:
                     continue
-                if a < self.count0:
-                    reach = self.first._reach_stage(cap, cur[a], j)
+                if a < count0:
+                    reach = self.first._reach_stage(cap, cur[a], first + j)
                     if reach > nxt[a + 1]:
                         nxt[a + 1] = reach
-                if b < self.count1:
-                    reach = self.second._reach_stage(cap, cur[a], j)
+                if b < count1:
+                    reach = self.second._reach_stage(cap, cur[a], first + j)
                     if reach > nxt[a]:
                         nxt[a] = reach
             swap = cur
@@ -241,24 +245,38 @@ cdef class PairFloor:
         free(nxt)
         return done
 
-    def cuts(self, double cap) -> bool:
-        """Whether some cut of blocks [0, n) into the p stages, counts[i] of them on part i in some
-        order and empty ones allowed, has every stage fitting under a mode of cost <= cap."""
-        return self._cuts(cap)
+    cdef int _check(self, int lo, int first, int count0, int count1) except -1:
+        if count0 < 0 or count1 < 0 or count0 > self.count0 or count1 > self.count1 \
+                or first + count0 + count1 != self.p or not 0 <= lo <= self.n:
+            raise ValueError("lo, first or the counts do not fit the shape")
+        return 0
 
-    def least(self, double low, double high, int steps) -> float:
-        """As ``StageFloor.least``: a lower bound on the least cap that cuts, given that ``low`` does
-        not and ``high`` does (or is inf); inf if none does."""
+    def cuts(self, double cap, int lo=0, int first=0, count0=None, count1=None) -> bool:
+        """Whether some cut of blocks [lo, n) into stages ``first`` .. p - 1, ``count0`` of them on
+        part 0 and ``count1`` on part 1 in some order (default: all of the shape's), empty ones
+        allowed, has every stage fitting under a mode of cost <= cap."""
+        c0 = self.count0 if count0 is None else count0
+        c1 = self.count1 if count1 is None else count1
+        self._check(lo, first, c0, c1)
+        return self._cuts(cap, lo, first, c0, c1)
+
+    def least(self, double low, double high, int steps, int lo=0, int first=0, count0=None,
+              count1=None) -> float:
+        """As ``StageFloor.least``: a lower bound on the least cap that cuts (``cuts`` with the same
+        start and counts), given that ``low`` does not and ``high`` does (or is inf); inf if none does."""
         cdef double mid
+        cdef int c0 = self.count0 if count0 is None else count0
+        cdef int c1 = self.count1 if count1 is None else count1
+        self._check(lo, first, c0, c1)
         if high == INF:
             high = 1.5 * low if low > 0 else 1e-9
-            while not self._cuts(high):
-                if not self._cuts(INF):
+            while not self._cuts(high, lo, first, c0, c1):
+                if not self._cuts(INF, lo, first, c0, c1):
                     return INF
                 low, high = high, 2 * high
         for _ in range(steps):
             mid = (low + high) / 2
-            if self._cuts(mid):
+            if self._cuts(mid, lo, first, c0, c1):
                 high = mid
             else:
                 low = mid
