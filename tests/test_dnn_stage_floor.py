@@ -65,18 +65,24 @@ def prefix(values: list[float]) -> np.ndarray:
     return np.concatenate(([0.0], np.cumsum(values)))
 
 
+def random_modes(data, values, count: int) -> list[Mode]:
+    """``count`` stage-floor modes of 1-2 cost terms drawn from ``values`` (prefix arrays)."""
+    out = []
+    for _ in range(count):
+        terms = tuple((prefix(data.draw(values)), data.draw(st.floats(0, 5))) for _ in range(data.draw(
+            st.integers(1, 2))))
+        out.append(Mode(terms, prefix(data.draw(values)), data.draw(st.floats(0, 5)),
+                        data.draw(st.floats(0, 2)), data.draw(st.floats(0, 2)), data.draw(st.floats(0, 5))))
+    return out
+
+
 @settings(max_examples=150, deadline=None)
 @given(data=st.data(), n=st.integers(1, 9), p=st.integers(1, 5), modes=st.integers(1, 3))
 def test_compiled_cut_matches_brute_force(data, n, p, modes):
     """``StageFloor.cuts`` says whether the brute-force min-max is within the cap, from any start
     (lo, first stage), and ``least`` brackets it: on random non-negative block costs and memory."""
     values = st.lists(st.floats(0, 10, allow_nan=False), min_size=n, max_size=n)
-    drawn = []
-    for _ in range(modes):
-        terms = tuple((prefix(data.draw(values)), data.draw(st.floats(0, 5))) for _ in range(data.draw(
-            st.integers(1, 2))))
-        drawn.append(Mode(terms, prefix(data.draw(values)), data.draw(st.floats(0, 5)),
-                          data.draw(st.floats(0, 2)), data.draw(st.floats(0, 2)), data.draw(st.floats(0, 5))))
+    drawn = random_modes(data, values, modes)
     params, expert = prefix(data.draw(values)), prefix([0.0] * n)
     inflight = sorted(data.draw(st.lists(st.floats(0.5, 4), min_size=p, max_size=p)), reverse=True)
     usable = data.draw(st.floats(5, 120))
@@ -91,16 +97,6 @@ def test_compiled_cut_matches_brute_force(data, n, p, modes):
     assert math.isinf(least) == math.isinf(oracle)
     if not math.isinf(oracle):
         assert oracle <= least * (1 + 1e-6) + 1e-6
-
-
-def random_modes(data, values, count: int) -> list[Mode]:
-    out = []
-    for _ in range(count):
-        terms = tuple((prefix(data.draw(values)), data.draw(st.floats(0, 5))) for _ in range(data.draw(
-            st.integers(1, 2))))
-        out.append(Mode(terms, prefix(data.draw(values)), data.draw(st.floats(0, 5)),
-                        data.draw(st.floats(0, 2)), data.draw(st.floats(0, 2)), data.draw(st.floats(0, 5))))
-    return out
 
 
 @settings(max_examples=100, deadline=None)
