@@ -264,8 +264,9 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
             raise UsageError("--mixed-tp: the cluster has no two groups of different GPUs and names at one "
                              "site with as many nodes of as many GPUs each to pair")
         if formations > MAX_PAIRED_FORMATIONS:
-            raise UsageError(f"--mixed-tp: the cluster's groups pair into {formations} formations, more than "
-                             f"the {MAX_PAIRED_FORMATIONS} the planner tries; describe fewer pairable groups")
+            most = MAX_PAIRED_FORMATIONS
+            raise UsageError(f"--mixed-tp: the cluster's groups pair into more than the {most} formations "
+                             "the planner tries; describe fewer pairable groups")
     why = megatron_model_refusal(model) if args.launcher == "megatron" else None
     if why:
         raise UsageError(f"--launcher megatron: {why}")

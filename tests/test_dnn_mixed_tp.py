@@ -216,7 +216,7 @@ def test_the_command_line_prints_the_shares_and_no_launcher_runs_them(tmp_path):
     for argv, why in (([*base, "--mixed-tp", "--no-sp"], "need sequence parallelism"),
                       ([*base[:5], "dgx-a100-80g:2x8", *base[6:], "--mixed-tp"], "no two groups"),
                       ([*base[:5], "twins.json", *base[6:], "--mixed-tp"], "no two groups"),
-                      ([*base[:5], "eight.json", *base[6:], "--mixed-tp"], "formations, more than the 256")):
+                      ([*base[:5], "eight.json", *base[6:], "--mixed-tp"], "more than the 256 formations")):
         bad = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=120)
         assert bad.returncode == 2 and bad.stderr.startswith("yewpy: error: --mixed-tp: ")
         assert why in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

@@ -113,19 +113,26 @@ MAX_PAIRED_FORMATIONS = 256
 
 def paired_formations(cluster: Cluster, train: Training) -> int:
     """How many formations with paired groups ``--mixed-tp`` adds on ``cluster`` (0: nothing to
-    pair), counted with every share candidate (:func:`mixed_tp_cluster`)."""
+    pair), counted with every share candidate (:func:`mixed_tp_cluster`), up to one past
+    ``MAX_PAIRED_FORMATIONS`` (eight kinds would pair into millions)."""
     covers = mixed_tp_cluster(cluster, train)[1]
-    real = len(cluster.groups)
-    return sum(len(_disjoint_pairs(sorted(covers), covers, {g for g in range(real) if mask >> g & 1}))
-               for mask in range(1, 1 << real)) if covers else 0
+    total = 0
+    for mask in range(1, 1 << len(cluster.groups)) if covers else ():
+        members = {g for g in range(len(cluster.groups)) if mask >> g & 1}
+        total += len(_disjoint_pairs(sorted(covers), covers, members, MAX_PAIRED_FORMATIONS + 1 - total))
+        if total > MAX_PAIRED_FORMATIONS:
+            break
+    return total
 
 
-def _disjoint_pairs(paired: list[int], covers: dict, members: set) -> list[tuple]:
+def _disjoint_pairs(paired: list[int], covers: dict, members: set, limit: float = math.inf) -> list[tuple]:
     """Every non-empty choice of paired groups among ``paired`` whose real groups are all in
-    ``members`` and no two of which share a real group."""
+    ``members`` and no two of which share a real group (the first ``limit`` of them)."""
     out: list[tuple] = []
 
     def pick(k: int, used: frozenset, chosen: tuple) -> None:
+        if len(out) >= limit:
+            return
         if k == len(paired):
             if chosen:
                 out.append(chosen)
