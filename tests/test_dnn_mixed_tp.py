@@ -149,10 +149,14 @@ def test_the_search_with_paired_groups_equals_the_exhaustive_tree(layers, hidden
         assert bnb.nodes <= exhaustive.nodes
 
 
-def hap_case(layers: int = 4) -> tuple:
-    """A GPT-3-width model of few layers on 2 A100 and 2 V100 nodes whose links run at 150 GB/s per
-    GPU (an NVLink domain across nodes): too few layers to balance a pipeline over the two kinds."""
-    model = transformer("wide", layers=layers, hidden=12288, heads=96, vocab=51200, seq=2048)
+#: a GPT-3-width model of few layers (``hap_case``; the command-line test writes it as JSON)
+WIDE = {"layers": 4, "hidden": 12288, "heads": 96, "vocab": 51200, "seq": 2048}
+
+
+def hap_case() -> tuple:
+    """``WIDE`` on 2 A100 and 2 V100 nodes whose links run at 150 GB/s per GPU (an NVLink domain
+    across nodes): too few layers to balance a pipeline over the two kinds."""
+    model = transformer("wide", **WIDE)
     return model, pair(nodes=2, gpus=8, network=150e9), Training(256, 2048, mixed_tp=True, precision="fp16")
 
 
@@ -184,9 +188,7 @@ def test_uneven_shares_beat_even_ones_by_the_kinds_speed_ratio():
 
 
 def test_the_command_line_prints_the_shares_and_no_launcher_runs_them(tmp_path):
-    model, _, _ = hap_case()
-    (tmp_path / "model.json").write_text(json.dumps(
-        {"transformer": {"layers": 4, "hidden": 12288, "heads": 96, "vocab": 51200, "seq": 2048}}))
+    (tmp_path / "model.json").write_text(json.dumps({"transformer": WIDE}))
     (tmp_path / "cluster.json").write_text(json.dumps({"groups": [
         {"preset": "dgx-a100-80g", "nodes": 2, "inter_gbps": 150},
         {"preset": "dgx-v100-32g", "nodes": 2, "inter_gbps": 150}]}))

@@ -93,9 +93,7 @@ class Bounds:
         if sh.mode == "pipe":
             floor = self.stage_floors[sid]  # the stage floor bounds the Jensen term's quantity
             if pair and len(sh.parts) == 2:
-                two = self._pair_floors.get(sid)
-                if two is None:
-                    two = self._pair_floors[sid] = self._pair_floor(sid)
+                two = self._pair_floor(sid)
                 floor = two if two > floor else floor
             if floor > floors[2]:
                 floors = (floors[0], floors[1], floor)
@@ -414,7 +412,15 @@ class Bounds:
         same cut with each stage on either part, as many on each as the shape has (``PairFloor``);
         -inf for DAPPLE's two widths (their stages take different shares of a micro-batch), where
         per-layer TP is searched, or c1 < 1. Computed when the search first bounds one of the
-        shape's states: many two-part shapes are pruned by their time-only root bounds first."""
+        shape's states (many two-part shapes are pruned by their time-only root bounds first), then
+        cached with its compiled cut (``_pair_cores``, for ``_pair_suffix``)."""
+        hit = self._pair_floors.get(sid)
+        if hit is None:
+            hit = self._pair_floors[sid] = self._new_pair_floor(sid)
+        return hit
+
+    def _new_pair_floor(self, sid: int) -> float:
+        """What ``_pair_floor`` caches: the floor, its compiled cut kept in ``_pair_cores``."""
         sh = self.shapes[sid]
         if sh.c1 < 1 or sh.uneven or self.widenable(sid):
             return -math.inf
@@ -431,8 +437,7 @@ class Bounds:
     def _pair_suffix(self, sid: int, lo: int, counts: tuple, low: float) -> float:
         """``_pair_floor`` for the stages a node has left (``counts`` per part) over blocks [lo, n),
         given ``low``, a value known to be at most it; -inf where the shape has no two-part floor."""
-        if sid not in self._pair_floors:
-            self._pair_floors[sid] = self._pair_floor(sid)
+        self._pair_floor(sid)  # makes the shape's compiled cut where it has one
         core = self._pair_cores.get(sid)
         if core is None:
             return -math.inf
