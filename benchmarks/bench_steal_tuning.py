@@ -4,8 +4,10 @@ Each variant is a setting of the runtime's experiment knobs, read from the envir
 ``YEWPY_DOORBELLS=0`` (victims answer only between slices), ``YEWPY_TASKPACK=python`` (shares
 packed and unpacked in Python rather than C), ``YEWPY_KEEP_LEAVES=0`` (a split sends the children
 its core knows to be leaves, as before they were kept), ``YEWPY_BACKOFF_CAP`` (the longest
-wait after failed steals), ``YEWPY_HALF_MOST`` (the most tasks of a half share) and
-``YEWPY_SLICE_TARGET`` (seconds of search between two looks at the network).
+wait after failed steals), ``YEWPY_HALF_MOST`` (the most tasks of a half share),
+``YEWPY_SLICE_TARGET`` (seconds of search between two looks at the network) and
+``YEWPY_SUM_DEPTHS=0`` (the final parts carry their per-depth counts to every rank, as before one
+allreduce summed them).
 Every round runs each small tree once sequentially and once per variant at P ranks (stacksteal), so
 the variants and the 1-rank baseline share the machine's state. Then the ceiling (P time-limited
 1-rank runs at once against one alone), then the big trees with today's settings against the
@@ -46,6 +48,7 @@ VARIANTS: dict[str, dict[str, str]] = {
     "half1024": {"YEWPY_HALF_MOST": "1024"},
     "half64": {"YEWPY_HALF_MOST": "64"},
     "slice50us": {"YEWPY_SLICE_TARGET": "50e-6"},
+    "gatherdepths": {"YEWPY_SUM_DEPTHS": "0"},
 }
 # the third lease's first call; the second lease ran cap2ms, half1024 and slice50us beside today
 DEFAULT_VARIANTS = ["today", "nobells", "bells300us", "bells1ms"]

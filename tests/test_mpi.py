@@ -172,6 +172,25 @@ def test_per_rank_metrics_add_up(ranks):
     assert sum(row["nodes"] for row in rows) == data["nodes"] == 166926
     assert sum(row["steals_succeeded"] for row in rows) <= sum(row["steals_attempted"] for row in rows)
     assert sum(row["tasks_given"] for row in rows) >= sum(row["steals_succeeded"] for row in rows)
+    # the per-depth counts arrive summed over the ranks (one allreduce): against an independent count
+    assert data["metrics"]["nodes"] == data["metrics"]["backtracks"] == _queens_by_depth(11)
+    assert sum(data["metrics"]["spawns"]) == sum(row["tasks"] for row in rows) > 0
+
+
+def _queens_by_depth(n):
+    """Boards with the first d rows placed and no two queens attacking, for d = 0..n."""
+    counts = [0] * (n + 1)
+
+    def place(row, cols, up, down):
+        counts[row] += 1
+        free = ~(cols | up | down) & ((1 << n) - 1) if row < n else 0
+        while free:
+            bit = free & -free
+            free ^= bit
+            place(row + 1, cols | bit, (up | bit) << 1, (down | bit) >> 1)
+
+    place(0, 0, 0, 0)
+    return counts
 
 
 def test_sigterm_to_mpiexec_ends_every_rank():

@@ -38,6 +38,9 @@ NAP_MAX, NAP_MAX_CROWDED = 1e-3, 4e-3   # ... up to this (more when ranks outnum
 RUNG_LOOKS = 32                     # probes for the message that rang our doorbell (~1 us each)
 ABORT_GRACE = 0.2                   # seconds between an error's message and MPI_Abort (Hydra drops
                                     # a killed rank's stderr that it has not forwarded yet)
+# the per-depth counts of the final parts are summed by an allreduce; 0 sends them with the parts
+# to every rank, as before (YEWPY_SUM_DEPTHS, for side-by-side runs)
+SUM_DEPTHS = os.environ.get("YEWPY_SUM_DEPTHS", "1") != "0"
 
 
 def _dumps(obj: Any) -> bytes:
@@ -300,7 +303,30 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
             nap = min(2 * nap, self.nap_max)
 
     def gather(self, part: dict) -> list[dict]:
-        return self.comm.allgather(part)   # inside the guard: a part that fails to pickle aborts
+        """Every rank's part, in rank order (inside the guard: a part that fails to pickle aborts).
+
+        The per-depth counts are most of a part's bytes on a deep tree (UTS T3L: 4 x 17,845), and
+        sent to every rank they cost each rank P unpicklings and a P-way sum. One allreduce adds
+        them up instead: the first part carries the sum and the others none, which is what
+        ``merge_parts`` adds up to either way."""
+        if not SUM_DEPTHS:
+            return self.comm.allgather(part)
+        import numpy as np
+
+        MPI = self.MPI
+        part = dict(part)
+        depths = part.pop("metrics")
+        keys = sorted(depths)
+        length = self.comm.allreduce(max(map(len, depths.values()), default=0), op=MPI.MAX)
+        table = np.zeros((len(keys), length), dtype=np.int64)
+        for row, key in enumerate(keys):
+            table[row, :len(depths[key])] = depths[key]
+        self.comm.Allreduce(MPI.IN_PLACE, table, op=MPI.SUM)
+        parts = self.comm.allgather(part)
+        for other in parts:
+            other["metrics"] = {key: [] for key in keys}
+        parts[0]["metrics"] = dict(zip(keys, table.tolist()))
+        return parts
 
     def close(self) -> None:
         if self.bells is not None:
