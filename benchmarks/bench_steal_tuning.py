@@ -142,13 +142,15 @@ def main(argv: list[str] | None = None) -> int:
             for variant in opts.variants:
                 rows.append(one(opts.out, case, variant, opts.ranks, args))
         note(opts.out, f"round {round_ + 1} of {opts.rounds} done")
-    medians = table(opts.out, rows, small, opts.variants, opts.ranks)
-    for case, args in small.items():
-        _, ceil = ceiling(opts.out, case, args, opts.ranks, opts.ceiling_seconds)
-        best = min(medians[case], key=medians[case].get)
-        note(opts.out, f"ceiling {case} at {opts.ranks}: {ceil:.3f}; fastest variant {best}")
-    first = next(iter(small))
-    best = min(medians[first], key=medians[first].get)
+    best = "today"                      # --rounds 0: the big trees alone
+    if opts.rounds:
+        medians = table(opts.out, rows, small, opts.variants, opts.ranks)
+        for case, args in small.items():
+            _, ceil = ceiling(opts.out, case, args, opts.ranks, opts.ceiling_seconds)
+            fastest = min(medians[case], key=medians[case].get)
+            note(opts.out, f"ceiling {case} at {opts.ranks}: {ceil:.3f}; fastest variant {fastest}")
+        first = next(iter(small))
+        best = min(medians[first], key=medians[first].get)
     pair = opts.big_variants or (["today", best] if best != "today" else ["today"])
     big_rows: list[dict] = []
     for case, args in big.items():
