@@ -3,7 +3,8 @@
 Rank 0 starts from the root; every other rank starts idle and steals.  A victim hands a thief a
 share of its open work (``steal``: half of it by default, shallowest first, packed into one
 buffer); busy ranks read messages every ``slice_nodes`` nodes, a count adapted so that a slice
-lasts about ``SLICE_TARGET`` seconds whatever a node costs.  Thieves pick a random rank on their
+lasts about ``SLICE_TARGET`` seconds whatever a node costs (longer where every thief can ring the
+victim's doorbell, ``doorbells``).  Thieves pick a random rank on their
 own node first, then random remote ones, and retry the last rank that gave them work.
 
 Everything else is a wave or a flood on a binary spanning tree (``tree.SpanningTree``), so each

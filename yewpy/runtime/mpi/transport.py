@@ -29,8 +29,12 @@ from yewpy.runtime.tree import SpanningTree
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-# seconds of search between two looks at the network (YEWPY_SLICE_TARGET overrides it, for experiments)
-SLICE_TARGET = float(os.environ.get("YEWPY_SLICE_TARGET", "100e-6"))
+# seconds of search between two looks at the network, where a thief may be on another node (it is
+# answered only then) and where every thief can ring our doorbell, which ends a slice within 256
+# nodes: the looks then pace only incumbents, control and progress, and fewer cost less
+# (docs/benchmarks.md, "16 ranks, fifth lease"); YEWPY_SLICE_TARGET sets both, for experiments
+SLICE_TARGET, SLICE_TARGET_RUNG = 100e-6, 300e-6
+SLICE_OVERRIDE = float(os.environ.get("YEWPY_SLICE_TARGET", "0"))
 SLICE_FIRST, SLICE_MIN, SLICE_MAX = 64, 1, 1 << 22
 NAP_MIN = 20e-6                     # an idle rank's nap (Linux adds its 50 us timer slack), doubling
                                     # while nothing happens and no answer is awaited ...
@@ -81,6 +85,8 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
         self.bells = Doorbells(MPI, local, ranks_here, self.rank) if local.bcast(
             doorbells.wanted() and len(ranks_here) > 1) else None
         self.belled: Engine | None = None   # the engine watching our doorbell
+        every_thief_rings = self.bells is not None and len(ranks_here) == self.size
+        self.slice_target = SLICE_OVERRIDE or (SLICE_TARGET_RUNG if every_thief_rings else SLICE_TARGET)
         local.Free()
         self.nap_max = NAP_MAX_CROWDED if self.crowded else NAP_MAX
         self.slice_nodes, self.slice_seconds = SLICE_FIRST, 0.0
@@ -180,7 +186,7 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
         now = time.perf_counter()
         spent, searched = now - self.last_poll, engine.nodes - self.last_nodes
         if spent > 5e-6 and searched > 0:      # nodes per slice: the node rate times the target
-            aim = int(searched / spent * SLICE_TARGET)
+            aim = int(searched / spent * self.slice_target)
             self.slice_nodes = min(SLICE_MAX, max(SLICE_MIN, (self.slice_nodes + aim) // 2))
         stats = self.stats
         stats["polls"] += 1
