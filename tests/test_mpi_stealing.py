@@ -84,6 +84,12 @@ def test_a_thiefs_doorbell_ends_its_victims_long_slice():
     quiet = _uts_t3(2, {"YEWPY_DOORBELLS": "0"})
     assert quiet["nodes"] == exact
     assert all(r["doorbells_rung"] == 0 for r in quiet["metrics"]["per_rank"])
+    # slices aim at 300 us where every thief can ring (one node), at 100 us where one cannot
+    rung_by_default = _uts_t3(2, {})
+    assert rung_by_default["nodes"] == exact
+    assert {r["slice_target"] for r in rung_by_default["metrics"]["per_rank"]} == {300e-6}
+    assert {r["slice_target"] for r in quiet["metrics"]["per_rank"]} == {100e-6}
+    assert {r["slice_target"] for r in rung["metrics"]["per_rank"]} == {1.0}
 
 
 def test_leaves_travel_as_tasks_when_splits_do_not_keep_them():

@@ -11,9 +11,9 @@ COLUMNS = [("rank", "rank"), ("nodes", "nodes"), ("backtracks", "backtracks"), (
 # What the MPI transport also counts: messages sent by kind, termination waves, slices, and the
 # wall-clock times (time.time()) of the rank's last idle start and of its return, and the time its
 # steal requests waited for their answers (total and longest), and the reads of its messages that
-# a thief's doorbell asked for.
+# a thief's doorbell asked for, and the seconds of search its slices aimed at.
 PROTOCOL = ("sent_steal", "sent_work", "sent_control", "waves", "polls", "slice_nodes_mean", "last_node",
-            "returned", "steal_wait_seconds", "steal_wait_max", "doorbells_rung")
+            "returned", "steal_wait_seconds", "steal_wait_max", "doorbells_rung", "slice_target")
 
 
 def rank_metrics(rank: int, part: dict, seconds: float, runtime: dict | None = None) -> dict:

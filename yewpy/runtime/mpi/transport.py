@@ -101,7 +101,8 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
                       "steals_served": 0, "messages_sent": 0, "idle_seconds": 0.0,
                       "sent_steal": 0, "sent_work": 0, "sent_control": 0, "waves": 0,
                       "polls": 0, "slice_nodes_mean": 0.0, "last_node": 0.0, "returned": 0.0,
-                      "steal_wait_seconds": 0.0, "steal_wait_max": 0.0, "doorbells_rung": 0}
+                      "steal_wait_seconds": 0.0, "steal_wait_max": 0.0, "doorbells_rung": 0,
+                      "slice_target": self.slice_target}
         self.init_stealing(ranks_here, steal, low_water)
         self.init_termination()
         self.init_checkpoints()
