@@ -4,12 +4,15 @@ launcher cannot run is never printed as its arguments."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import subprocess
+from dataclasses import replace
 
 import megatron_args
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from support import same_optimum, yewpy_cmd
@@ -18,7 +21,13 @@ from yewpy.apps.dnn.cost import Training
 from yewpy.apps.dnn.model_files import load_model
 from yewpy.apps.dnn.models import transformer
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch
-from yewpy.apps.dnn.planner.launch import CannotExpress, deepspeed_config, megatron_arguments, restrict
+from yewpy.apps.dnn.planner.launch import (
+    CannotExpress,
+    deepspeed_config,
+    galvatron_refusal,
+    megatron_arguments,
+    restrict,
+)
 from yewpy.apps.dnn_plan import plan
 
 # model, cluster, global batch, fix: plans with interleaving, uneven stages, GQA, MoE, fp16 and recompute
@@ -185,6 +194,54 @@ def test_megatron_restricted_bnb_equals_exhaustive(layers, batch, cluster, mem):
     best = result.extras["plan"]
     built = megatron_args.megatron(megatron_arguments(best, model, train), result.extras["predicted"]["gpus"])
     assert built == megatron_args.plan_view(best, model.meta, train.precision)
+
+
+def _galvatron_best(search):
+    """The least time, by replay, over every plan of every shape that Galvatron runs: each stage a
+    transformer layer or more, the first and last stages both under ZeRO-3 or neither (one
+    vocab_sdp), the ZeRO stages the launcher allows."""
+    best, n = math.inf, search.n
+    for sid, sh in enumerate(search.shapes):
+        assert sh.mode == "pipe" and len(sh.parts) == 1
+        for cuts in itertools.combinations(range(1, n), sh.p - 1):
+            ends = (0, *cuts, n)
+            if any(hi - lo - (lo == 0) - (hi == n) < 1 for lo, hi in zip(ends, ends[1:])):
+                continue
+            sizes = [hi - lo for lo, hi in zip(ends, ends[1:])]
+            for rcs in itertools.product(search.train.recompute, repeat=sh.p):
+                for zs in itertools.product(search.train.zero if sh.d > 1 else [0], repeat=sh.p):
+                    if (zs[0] == 3) == (zs[-1] == 3):
+                        stages = tuple((0, size, rc, z) for size, rc, z in zip(sizes, rcs, zs))
+                        best = min(best, search.replay(("s", sid, 0, (), (), (), 0.0, stages)))
+    return best
+
+
+@settings(max_examples=12, deadline=None)
+@given(layers=st.integers(2, 5), vocab=st.sampled_from([32000, 256000]), batch=st.sampled_from([16, 64]),
+       cluster=st.sampled_from(["dgx-a100-40g:2x4", "dgx-v100-16g:2x4", "dgx-v100-32g:1x4"]),
+       mem=st.sampled_from([0.3, 0.6]), zero=st.sampled_from([(0, 3), (2, 3)]))
+@example(layers=3, vocab=256000, batch=16, cluster="dgx-a100-40g:2x4", mem=0.3, zero=(0, 3))
+def test_galvatron_restricted_search_is_exact_and_runs(layers, vocab, batch, cluster, mem, zero):
+    """--launcher galvatron's stage rules (a transformer layer in every stage; ZeRO-3 on both ends or
+    neither) are in the search, not refused after it: BnB equals the best runnable plan by replay,
+    and Galvatron runs the plan found. In the example, the best plan without the rules puts the
+    output layer in a stage of its own."""
+    model = transformer("small", layers=layers, hidden=4096, heads=32, vocab=vocab, seq=1024)
+    train = restrict(Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4),
+                              recompute=("none", "full"), zero=zero, precision=precision(cluster)),
+                     "galvatron")
+    search = PlanSearch(model, load_cluster(cluster), train)
+    found, oracle = search.search(), _galvatron_best(search)
+    if math.isinf(oracle):
+        assert found.objective is None or math.isinf(found.objective)
+        return
+    assert found.objective == pytest.approx(oracle, rel=1e-9)
+    chosen = plan(model, load_cluster(cluster), train, top=1).extras["plan"]
+    assert galvatron_refusal(chosen, model, train) is None
+    if (layers, vocab, cluster) == (3, 256000, "dgx-a100-40g:2x4"):
+        free = replace(train, galvatron_stages=False)
+        unruled = plan(model, load_cluster(cluster), free, top=1).extras["plan"]
+        assert "holds no transformer layer" in galvatron_refusal(unruled, model, free)
 
 
 def test_cli_launcher_and_precision():

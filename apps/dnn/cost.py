@@ -114,13 +114,16 @@ class Training:
     precision: str = "bf16"  # bf16 or fp16 (16-bit weights either way) or fp32
     # What the launcher can run (launch.restrict sets these): one recomputation mode for every stage,
     # heterogeneous replicas (hap mode), per-group TP degrees, the least pp for interleaving, and
-    # Megatron-LM's stage rule (first and last stages free, middle stages equal, each a multiple of v).
+    # Megatron-LM's stage rule (first and last stages free, middle stages equal, each a multiple of v),
+    # and Galvatron's (each stage a transformer layer or more; the first and last stages, which hold
+    # the embedding and the output layer, both under ZeRO-3 or neither: its one vocab_sdp).
     launcher: str = "none"
     uniform_recompute: bool = False
     hap: bool = True
     one_tp: bool = False
     interleave_min_pp: int = 2
     megatron_stages: bool = False
+    galvatron_stages: bool = False
 
     @property
     def state_bytes(self) -> float:

@@ -76,7 +76,7 @@ def restrict(train: Training, launcher: str) -> Training:
                         schedules=tuple(s for s in train.schedules if s in GALVATRON_SCHEDULES),
                         recompute=tuple(r for r in train.recompute if r != "selective"),
                         wan_compression=(1.0,), stage_replication=False, mixed_tp=False, hap=False,
-                        one_tp=True, fix=dict(train.fix, cp=1, ep=1))
+                        one_tp=True, galvatron_stages=True, fix=dict(train.fix, cp=1, ep=1))
         what = ("ZeRO stage (Galvatron's data-parallel types are DDP, ZeRO-2 and ZeRO-3), recomputation mode "
                 "(Galvatron checkpoints whole layers: none, full or block)")
     else:

@@ -3,15 +3,30 @@ same stage can never lead to a faster plan, whatever the path (sums add, maxima 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 
-def pareto_options(options: list, scalar: bool) -> tuple:
+from yewpy.apps.dnn.cost import zero_base
+
+# Galvatron's rule on the first and last stages' ZeRO-3 (``PlanSearch._galvatron_ends``): a stage's
+# options only under ZeRO-3, only not, or the best of each kind apart
+ZERO3_END, OTHER_END, EACH_END = "zero3", "other", "each"
+
+
+def pareto_options(options: list, scalar: bool, ends: str | None = None) -> tuple:
     """Drop options no better in any stage term (a, b, c) than another of the same stage: whatever the
-    path, the dropped one's state would be dominated (sums add a, maxima take b and c)."""
+    path, the dropped one's state would be dominated (sums add a, maxima take b and c). Options are
+    rows (a, b, c, rc, z); ``ends`` keeps only one kind of ZeRO, or compares each kind apart."""
+    if ends == ZERO3_END or ends == OTHER_END:
+        options = [o for o in options if (zero_base(o[4]) == 3) == (ends == ZERO3_END)]
     if len(options) < 2:
         return tuple(options)
-    if scalar:
-        return tuple(pareto_scalar(options))
-    return tuple(pareto_vector(options))
+    keep = pareto_scalar if scalar else pareto_vector
+    return tuple(per_end(options, keep) if ends == EACH_END else keep(options))
+
+
+def per_end(items: list, keep: Callable[[list], list]) -> list:
+    """``keep`` applied to the ZeRO-3 rows and to the others apart (Galvatron's ``EACH_END``)."""
+    return [o for zero3 in (True, False) for o in keep([o for o in items if (zero_base(o[4]) == 3) == zero3])]
 
 
 def pareto_scalar(items: list) -> list:

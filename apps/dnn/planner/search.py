@@ -36,11 +36,19 @@ from yewpy.apps.dnn.cost import (
     p2p_sends,
     per_layer_tp,
     stage_cost,
+    zero_base,
 )
 from yewpy.apps.dnn.models import Model
 from yewpy.apps.dnn.planner.bounds import SAFETY, Bounds, pipe_bound
 from yewpy.apps.dnn.planner.dominance import Dominance
-from yewpy.apps.dnn.planner.pareto import pareto_scalar, pareto_vector
+from yewpy.apps.dnn.planner.pareto import (
+    EACH_END,
+    OTHER_END,
+    ZERO3_END,
+    pareto_scalar,
+    pareto_vector,
+    per_end,
+)
 from yewpy.apps.dnn.planner.seed import Seeding
 from yewpy.apps.dnn.planner.shapes import Shape, Shapes, mixed_tp_cluster
 from yewpy.apps.dnn.planner.shares import integer_shares
@@ -255,6 +263,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         j = len(stages)
         prev = stages[-1][0] if pipe and stages else None
         combined, pruning, megatron = self.combined_pareto, self.pruning, self.train.megatron_stages
+        galvatron = self.train.galvatron_stages
         div, c1 = sh.div, sh.c1
         # A child's part of ``order``: its (part, k) slot times the most options a stage can have,
         # plus its place among that slot's options, so it does not depend on what was pruned.
@@ -269,6 +278,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         for slot, (part, k, newcounts, side) in enumerate(slots):
             if megatron and not self._megatron_stage(sh, lo, k, j, stages):
                 continue
+            if galvatron and k - (lo == 0) - (lo + k == self.n) < 1:
+                continue  # Galvatron's stages each hold a transformer layer
             if side and pruning and sweep is not None:
                 if dead[side]:
                     continue
@@ -294,7 +305,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                         continue
                 if pipe_bound(self._floors(sid, lo + k, newcounts), S0 + x, xm, E, div, c1) * SAFETY > limit:
                     continue
-            got = self._slot_options(sid, part, lo, k, j, prev, newcounts)
+            ends = self._galvatron_ends(stages, lo + k) if galvatron else None
+            got = self._slot_options(sid, part, lo, k, j, prev, newcounts, ends)
             if got is None:
                 continue
             opts, floor, floors = got
@@ -307,7 +319,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                         continue
                 kids = [(a, x if x > X0 else X0, c if c > E else E, rc, z) for a, x, c, rc, z in opts]
                 if combined and len(kids) > 1:
-                    kids = pareto_scalar(kids)
+                    kids = pareto_scalar(kids) if ends != EACH_END else per_end(kids, pareto_scalar)
                 for i, (a, x, c, rc, z) in enumerate(kids):
                     child = ("s", sid, lo + k, newcounts, (S0 + a,), (x,), c, stages + ((part, k, rc, z),),
                              order + (base + i,))
@@ -324,7 +336,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                     for av, bv, c, rc, z in opts
                 ]
                 if combined and len(kids) > 1:
-                    kids = pareto_vector(kids)
+                    kids = pareto_vector(kids) if ends != EACH_END else per_end(kids, pareto_vector)
                 for i, (s2, x2, c, rc, z) in enumerate(kids):
                     child = ("s", sid, lo + k, newcounts, s2, x2, c, stages + ((0, k, rc, z),),
                              order + (base + i,))
@@ -440,16 +452,18 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         return hit
 
     def _slot_options(
-        self, sid: int, part: int | None, lo: int, k: int, j: int, prev: int | None, newcounts: tuple
+        self, sid: int, part: int | None, lo: int, k: int, j: int, prev: int | None, newcounts: tuple,
+        ends: str | None = None,
     ) -> tuple | None:
         """A slot's options, the least of each option term (pipe) and the floors of the blocks after
         it; None when no option fits. Depends only on the arguments, so cached: the floors on
-        ``newcounts`` too, which (sid, part, lo, k, j, prev) do not fix where a shape has several parts."""
-        key = (sid, part, lo, k, j, prev, newcounts)
+        ``newcounts`` too, which (sid, part, lo, k, j, prev) do not fix where a shape has several parts.
+        ``ends``: Galvatron's rule on the ZeRO-3 of the first and last stages (``_galvatron_ends``)."""
+        key = (sid, part, lo, k, j, prev, newcounts, ends)
         hit = self._slot_cache.get(key, False)
         if hit is not False:
             return hit
-        opts = self._stage_options(sid, part, lo, lo + k, j, prev)
+        opts = self._stage_options(sid, part, lo, lo + k, j, prev, ends)
         hit = None
         if opts:
             pipe = self.shapes[sid].mode == "pipe"
@@ -457,6 +471,17 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
             hit = (opts, floor, self._floors(sid, lo + k, newcounts))
         self._slot_cache[key] = hit
         return hit
+
+    def _galvatron_ends(self, stages: tuple, hi: int) -> str | None:
+        """Galvatron shards the embedding and the output layer together (one vocab_sdp), so the first
+        and last stages are both under ZeRO-3 or neither: the last stage takes only its first stage's
+        kind, and a first stage of several keeps the best options of each kind (``EACH_END``), since
+        which one completes depends on what the last stage can hold."""
+        if stages and hi == self.n:
+            return ZERO3_END if zero_base(stages[0][3]) == 3 else OTHER_END
+        if not stages and hi < self.n:
+            return EACH_END
+        return None
 
     def _megatron_stage(self, sh: Shape, lo: int, k: int, j: int, stages: tuple) -> bool:
         """Megatron-LM's stage rule for blocks [lo, lo + k) as stage ``j``: at least one transformer

@@ -48,7 +48,8 @@ class Seeding:
         micro-batches in flight) shorter, which the tree's balanced first child is not (inf where
         not a one-group pipe shape, or if no cut fits)."""
         sh = self.shapes[sid]
-        one_group_pipe = sh.mode == "pipe" and len(sh.parts) == 1 and not self.train.megatron_stages
+        one_group_pipe = sh.mode == "pipe" and len(sh.parts) == 1 and not (
+            self.train.megatron_stages or self.train.galvatron_stages)  # the cut knows neither rule
         if not one_group_pipe or self.root_lb[sid] == math.inf:
             return math.inf
         n, v, c1 = self.n, sh.v, sh.c1

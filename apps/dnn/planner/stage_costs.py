@@ -217,16 +217,19 @@ class StageCosts:
                                                if not (per_layer_tp(z) and rc == "block"))
         return hit
 
-    def _stage_options(self, sid: int, part: int | None, lo: int, hi: int, j: int, prev: int | None) -> tuple:
+    def _stage_options(self, sid: int, part: int | None, lo: int, hi: int, j: int, prev: int | None,
+                       ends: str | None = None) -> tuple:
         """The memory-feasible (recompute, ZeRO) options of blocks [lo, hi) as stage ``j``, less those
         no better in every stage term than another: pipe (a, b, c, rc, z) with a = tau + 2 p2p (the
         fill term), b = tau + e p2p (the steady term), c = exposed DP + optimizer; hap the same with
-        a and b per class. Cached: the options depend only on the key, not on the path."""
-        key = (sid, part, lo, hi, j, prev)
+        a and b per class (``ends``: see ``pareto_options``). Cached: the options depend only on the
+        key, not on the path."""
+        key = (sid, part, lo, hi, j, prev, ends)
         hit = self.opts.get(key)
         if hit is not None:
             return hit
-        out = pareto_options(self.stage_terms(sid, part, lo, hi, j, prev), self.shapes[sid].mode == "pipe")
+        terms = self.stage_terms(sid, part, lo, hi, j, prev)
+        out = pareto_options(terms, self.shapes[sid].mode == "pipe", ends)
         self.opts[key] = out
         return out
 
