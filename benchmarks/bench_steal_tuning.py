@@ -4,10 +4,8 @@ Each variant is a setting of the runtime's experiment knobs, read from the envir
 ``YEWPY_DOORBELLS=0`` (victims answer only between slices), ``YEWPY_TASKPACK=python`` (shares
 packed and unpacked in Python rather than C), ``YEWPY_KEEP_LEAVES=0`` (a split sends the children
 its core knows to be leaves, as before they were kept), ``YEWPY_BACKOFF_CAP`` (the longest
-wait after failed steals), ``YEWPY_HALF_MOST`` (the most tasks of a half share),
-``YEWPY_SLICE_TARGET`` (seconds of search between two looks at the network) and
-``YEWPY_SUM_DEPTHS=0`` (the final parts carry their per-depth counts to every rank, as before one
-allreduce summed them).
+wait after failed steals), ``YEWPY_HALF_MOST`` (the most tasks of a half share)
+and ``YEWPY_SLICE_TARGET`` (seconds of search between two looks at the network).
 Every round runs each small tree once sequentially and once per variant at P ranks (stacksteal), so
 the variants and the 1-rank baseline share the machine's state. Then the ceiling (P time-limited
 1-rank runs at once against one alone), then the big trees with today's settings against the
@@ -36,10 +34,11 @@ from bench_scaling_big import ceiling, note
 # Refusal hints (YEWPY_STEAL_HINTS, variants "hints...") were measured at commit dde810f and removed:
 # thieves followed hints from idle rank to idle rank (docs/benchmarks.md). So was a work board in
 # node-shared memory that thieves drew victims from in proportion to their open work
-# (YEWPY_RICH_VICTIMS, variant "rich", commit 9cf8550): T3L 5% slower.
+# (YEWPY_RICH_VICTIMS, variant "rich", commit 9cf8550): T3L 5% slower. The final gather's old path
+# (YEWPY_SUM_DEPTHS=0, variant "gatherdepths", commit 39e3abb) was measured and removed too.
 VARIANTS: dict[str, dict[str, str]] = {
     "today": {},
-    "nobells": {"YEWPY_DOORBELLS": "0"},
+    "nobells": {"YEWPY_DOORBELLS": "0"},        # and so 100 us slices (MPITransport.slice_target)
     "pytaskpack": {"YEWPY_TASKPACK": "python"},
     "sendleaves": {"YEWPY_KEEP_LEAVES": "0"},
     "bells300us": {"YEWPY_SLICE_TARGET": "300e-6"},   # today's default on one node, since the fifth lease
@@ -49,10 +48,9 @@ VARIANTS: dict[str, dict[str, str]] = {
     "half1024": {"YEWPY_HALF_MOST": "1024"},
     "half64": {"YEWPY_HALF_MOST": "64"},
     "slice50us": {"YEWPY_SLICE_TARGET": "50e-6"},
-    "gatherdepths": {"YEWPY_SUM_DEPTHS": "0"},
 }
-# the third lease's first call; the second lease ran cap2ms, half1024 and slice50us beside today
-DEFAULT_VARIANTS = ["today", "nobells", "bells300us", "bells1ms"]
+# the fifth lease's second call named bells300us, today (then 100 us) and bells1ms
+DEFAULT_VARIANTS = ["today", "slice100us", "bells1ms"]
 SMALL = {"T3L": ["uts", "--tree", "T3L"], "T1L": ["uts", "--tree", "T1L"]}
 BIG = {"T3XXL": ["uts", "--tree", "T3XXL"], "T1XL": ["uts", "--tree", "T1XL"], "NQ17": ["nqueens", "17"]}
 DRY_SMALL = {"T3": ["uts", "--tree", "T3"], "T1": ["uts", "--tree", "T1"]}

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from support import same_optimum, yewpy_cmd
 from yewpy.apps.dnn.cluster import load_cluster
-from yewpy.apps.dnn.cost import Training
+from yewpy.apps.dnn.cost import ZERO_LAYERS, Training
 from yewpy.apps.dnn.model_files import load_model
 from yewpy.apps.dnn.models import transformer
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch
@@ -28,6 +28,7 @@ from yewpy.apps.dnn.planner.launch import (
     megatron_arguments,
     restrict,
 )
+from yewpy.apps.dnn.planner.pareto import EACH_END, OTHER_END, ZERO3_END, pareto_options
 from yewpy.apps.dnn_plan import plan
 
 # model, cluster, global batch, fix: plans with interleaving, uneven stages, GQA, MoE, fp16 and recompute
@@ -242,6 +243,32 @@ def test_galvatron_restricted_search_is_exact_and_runs(layers, vocab, batch, clu
         free = replace(train, galvatron_stages=False)
         unruled = plan(model, load_cluster(cluster), free, top=1).extras["plan"]
         assert "holds no transformer layer" in galvatron_refusal(unruled, model, free)
+
+
+def test_galvatron_end_rule_keeps_each_zero_kind_where_the_last_stage_decides():
+    """The ZeRO end rule binds only where the last stage cannot take the faster kind, so its parts are
+    checked apart: a first stage keeps the best option of each kind even when one kind is faster in
+    every term, the last stage takes its first stage's kind, and the dominance memo never drops a
+    state for one whose first stage is of the other kind."""
+    zero3, ddp = (1.0, 1.0, 1.0, "none", 3), (2.0, 2.0, 2.0, "none", 0)
+    assert pareto_options([zero3, ddp], True) == (zero3,)
+    assert set(pareto_options([zero3, ddp], True, EACH_END)) == {zero3, ddp}
+    assert pareto_options([zero3, ddp], True, OTHER_END) == (ddp,)
+    assert pareto_options([zero3, ddp, (0.5, 3.0, 3.0, "full", 3)], True, ZERO3_END) == (
+        (0.5, 3.0, 3.0, "full", 3), zero3)
+    model = transformer("small", layers=4, hidden=1024, heads=16, vocab=32000, seq=1024)
+    train = restrict(Training(64, 1024, zero=(0, 3)), "galvatron")
+    search = PlanSearch(model, load_cluster("dgx-a100-80g:1x8"), train)
+    n = search.n
+    assert search._galvatron_ends((), 2) == EACH_END and search._galvatron_ends((), n) is None
+    assert search._galvatron_ends(((0, 2, "none", 3),), n) == ZERO3_END
+    assert search._galvatron_ends(((0, 2, "none", ZERO_LAYERS),), n) == OTHER_END
+    sid = next(i for i, sh in enumerate(search.shapes) if sh.p == 2)
+    faster = ("s", sid, 2, (1,), (1.0,), (1.0,), 1.0, ((0, 2, "none", 0),), (0,))
+    slower = ("s", sid, 2, (1,), (2.0,), (2.0,), 2.0, ((0, 2, "none", 3),), (1,))
+    assert not search._dominated(faster) and not search._dominated(slower)
+    free = PlanSearch(model, load_cluster("dgx-a100-80g:1x8"), replace(train, galvatron_stages=False))
+    assert not free._dominated(faster) and free._dominated(slower)
 
 
 def test_cli_launcher_and_precision():

@@ -92,6 +92,17 @@ def test_a_thiefs_doorbell_ends_its_victims_long_slice():
     assert {r["slice_target"] for r in rung["metrics"]["per_rank"]} == {1.0}
 
 
+def test_slow_searches_keep_short_slices_where_the_doorbell_would_be_read_late():
+    """The engine reads its doorbell every 256 nodes: a search too slow to reach them within the
+    short slice (Python nodes) keeps the short slice, or a thief would wait the long one out."""
+    from yewpy.runtime.mpi.transport import BELL_NODES, SLICE_TARGET, SLICE_TARGET_RUNG, slice_seconds
+
+    fast, slow = 2 * BELL_NODES / SLICE_TARGET, 0.5 * BELL_NODES / SLICE_TARGET    # nodes a second
+    assert slice_seconds(fast, SLICE_TARGET_RUNG) == SLICE_TARGET_RUNG
+    assert slice_seconds(slow, SLICE_TARGET_RUNG) == SLICE_TARGET
+    assert slice_seconds(fast, SLICE_TARGET) == slice_seconds(slow, SLICE_TARGET) == SLICE_TARGET
+
+
 def test_leaves_travel_as_tasks_when_splits_do_not_keep_them():
     """``YEWPY_KEEP_LEAVES=0`` (side-by-side runs) sends known leaves as tasks; still exact."""
     assert _uts_t3(2, {"YEWPY_KEEP_LEAVES": "0"})["nodes"] == 4112897

@@ -93,7 +93,8 @@ class Transport(Slices, Protocol):
         ...
 
     def gather(self, part: dict) -> list[dict]:
-        """Every worker's part, on every worker."""
+        """Every worker's part, on every worker. Their per-depth metrics may arrive summed into the
+        first part (the others' empty): only their sum over the parts is kept."""
         ...
 
     def bcast(self, value: Any) -> Any:

@@ -278,7 +278,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         for slot, (part, k, newcounts, side) in enumerate(slots):
             if megatron and not self._megatron_stage(sh, lo, k, j, stages):
                 continue
-            if galvatron and k - (lo == 0) - (lo + k == self.n) < 1:
+            if galvatron and self._layers(lo, lo + k) < 1:
                 continue  # Galvatron's stages each hold a transformer layer
             if side and pruning and sweep is not None:
                 if dead[side]:
@@ -472,6 +472,10 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._slot_cache[key] = hit
         return hit
 
+    def _layers(self, lo: int, hi: int) -> int:
+        """Transformer layers in blocks [lo, hi): the embedding (first block) and the head (last) are not."""
+        return hi - lo - (lo == 0) - (hi == self.n)
+
     def _galvatron_ends(self, stages: tuple, hi: int) -> str | None:
         """Galvatron shards the embedding and the output layer together (one vocab_sdp), so the first
         and last stages are both under ZeRO-3 or neither: the last stage takes only its first stage's
@@ -487,7 +491,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         """Megatron-LM's stage rule for blocks [lo, lo + k) as stage ``j``: at least one transformer
         layer (the embedding and head blocks are not layers), a multiple of v layers, and the middle
         stages all equal (``--decoder-first/last-pipeline-num-layers`` set the ends)."""
-        layers = k - (lo == 0) - (lo + k == self.n)
+        layers = self._layers(lo, lo + k)
         if layers < 1 or layers % sh.v:
             return False
         return not 2 <= j <= sh.p - 2 or k == stages[1][1]

@@ -5,7 +5,9 @@ ratio needs the size of its tree by other means. Below the shape nodes, the subt
 depends only on (shape, blocks used, stages left per part, last part): its children are the
 memory-feasible options of each (group, blocks) after the path-independent option filter
 (``PlanSearch._stage_options``), and none of that reads the path's times. So a memoised recursion
-over those keys counts the tree exactly; a test compares it with real ``--exhaustive`` runs.
+over those keys counts the tree exactly; a test compares it with real ``--exhaustive`` runs. It
+counts the tree without a launcher's stage rules (``--launcher megatron`` and ``galvatron`` make
+subtrees depend on earlier stages too).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from yewpy.runtime.mpi.progress import Progress
 from yewpy.runtime.mpi.stealing import Stealing
 from yewpy.runtime.mpi.tags import INCUMBENT, KIND_OF_TAG, STOP
 from yewpy.runtime.mpi.termination import Termination
+from yewpy.runtime.parts import METRICS
 from yewpy.runtime.ranks import agree
 from yewpy.runtime.tree import SpanningTree
 
@@ -30,11 +31,13 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 # seconds of search between two looks at the network, where a thief may be on another node (it is
-# answered only then) and where every thief can ring our doorbell, which ends a slice within 256
-# nodes: the looks then pace only incumbents, control and progress, and fewer cost less
-# (docs/benchmarks.md, "16 ranks, fifth lease"); YEWPY_SLICE_TARGET sets both, for experiments
+# answered only then) and where every thief can ring our doorbell, which the engine reads every
+# BELL_NODES nodes: where that is sooner than SLICE_TARGET, the looks pace only incumbents, control
+# and progress, and fewer cost less (docs/benchmarks.md, "16 ranks, fifth lease");
+# YEWPY_SLICE_TARGET sets both, for experiments
 SLICE_TARGET, SLICE_TARGET_RUNG = 100e-6, 300e-6
 SLICE_OVERRIDE = float(os.environ.get("YEWPY_SLICE_TARGET", "0"))
+BELL_NODES = 256                    # Engine.pause_on: the flag is read with the clock
 SLICE_FIRST, SLICE_MIN, SLICE_MAX = 64, 1, 1 << 22
 NAP_MIN = 20e-6                     # an idle rank's nap (Linux adds its 50 us timer slack), doubling
                                     # while nothing happens and no answer is awaited ...
@@ -42,9 +45,6 @@ NAP_MAX, NAP_MAX_CROWDED = 1e-3, 4e-3   # ... up to this (more when ranks outnum
 RUNG_LOOKS = 32                     # probes for the message that rang our doorbell (~1 us each)
 ABORT_GRACE = 0.2                   # seconds between an error's message and MPI_Abort (Hydra drops
                                     # a killed rank's stderr that it has not forwarded yet)
-# the per-depth counts of the final parts are summed by an allreduce; 0 sends them with the parts
-# to every rank, as before (YEWPY_SUM_DEPTHS, for side-by-side runs)
-SUM_DEPTHS = os.environ.get("YEWPY_SUM_DEPTHS", "1") != "0"
 
 
 def _dumps(obj: Any) -> bytes:
@@ -55,6 +55,15 @@ def _dumps(obj: Any) -> bytes:
         import cloudpickle
 
         return cloudpickle.dumps(obj)
+
+
+def slice_seconds(rate: float, target: float) -> float:
+    """The seconds a slice aims at, at ``rate`` nodes a second: ``target``, unless it is the long
+    target of a rung rank and a doorbell read (every BELL_NODES nodes) would come later than the
+    short target's end, as with a slow Python search; then the short one, or thieves would wait."""
+    if target == SLICE_TARGET_RUNG and not SLICE_OVERRIDE and rate * SLICE_TARGET < BELL_NODES:
+        return SLICE_TARGET
+    return target
 
 
 def _node_cores(local: Any) -> int:
@@ -187,7 +196,8 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
         now = time.perf_counter()
         spent, searched = now - self.last_poll, engine.nodes - self.last_nodes
         if spent > 5e-6 and searched > 0:      # nodes per slice: the node rate times the target
-            aim = int(searched / spent * self.slice_target)
+            rate = searched / spent
+            aim = int(rate * slice_seconds(rate, self.slice_target))
             self.slice_nodes = min(SLICE_MAX, max(SLICE_MIN, (self.slice_nodes + aim) // 2))
         stats = self.stats
         stats["polls"] += 1
@@ -316,14 +326,12 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
         sent to every rank they cost each rank P unpicklings and a P-way sum. One allreduce adds
         them up instead: the first part carries the sum and the others none, which is what
         ``merge_parts`` adds up to either way."""
-        if not SUM_DEPTHS:
-            return self.comm.allgather(part)
         import numpy as np
 
         MPI = self.MPI
         part = dict(part)
         depths = part.pop("metrics")
-        keys = sorted(depths)
+        keys = METRICS
         length = self.comm.allreduce(max(map(len, depths.values()), default=0), op=MPI.MAX)
         table = np.zeros((len(keys), length), dtype=np.int64)
         for row, key in enumerate(keys):
