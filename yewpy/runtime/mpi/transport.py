@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 # and progress, and fewer cost less (docs/benchmarks.md, "16 ranks, fifth lease");
 # YEWPY_SLICE_TARGET sets both, for experiments
 SLICE_TARGET, SLICE_TARGET_RUNG = 100e-6, 300e-6
-SLICE_OVERRIDE = float(os.environ.get("YEWPY_SLICE_TARGET", "0"))
+SLICE_OVERRIDE = float(os.environ.get("YEWPY_SLICE_TARGET") or 0)
 BELL_NODES = 256                    # Engine.pause_on: the flag is read with the clock
 SLICE_FIRST, SLICE_MIN, SLICE_MAX = 64, 1, 1 << 22
 NAP_MIN = 20e-6                     # an idle rank's nap (Linux adds its 50 us timer slack), doubling
