@@ -19,7 +19,7 @@ from yewpy._probe import Prober
 
 #: the share of each rank's time that side probes may take during a run (YEWPY_PROBE_SHARE
 #: overrides it: more probes, a tighter estimate, a slower search)
-PROBE_SHARE = float(os.environ.get("YEWPY_PROBE_SHARE", "0.02"))
+PROBE_SHARE = float(os.environ.get("YEWPY_PROBE_SHARE") or 0.02)
 #: the half-width of the range, in standard errors of the mean
 SPREAD = 2.0
 

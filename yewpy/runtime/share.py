@@ -13,7 +13,7 @@ STEALS = ("half", "level", "one")
 # T3L) all the open children are tens of thousands of nodes, and a share that large costs the
 # victim and the thief milliseconds to make, send and unpack, while a few hundred of the
 # shallowest are already most of the work.
-HALF_MOST = int(os.environ.get("YEWPY_HALF_MOST", "256"))   # the override is for experiments
+HALF_MOST = int(os.environ.get("YEWPY_HALF_MOST") or 256)   # the override is for experiments
 # A split keeps the children its core knows to be leaves (``Engine.keep_leaves``); ``0`` sends
 # them as tasks like any other, for side-by-side runs.
 KEEP_LEAVES = os.environ.get("YEWPY_KEEP_LEAVES", "1") != "0"

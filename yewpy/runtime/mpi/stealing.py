@@ -16,7 +16,7 @@ from yewpy.runtime.mpi.tags import NOWORK, STEAL, WORK
 from yewpy.runtime.share import give
 
 # after log2 P + 1 failed steals, wait, doubling (YEWPY_BACKOFF_CAP overrides the cap, for experiments)
-BACKOFF_START, BACKOFF_CAP = 100e-6, float(os.environ.get("YEWPY_BACKOFF_CAP", "0.02"))
+BACKOFF_START, BACKOFF_CAP = 100e-6, float(os.environ.get("YEWPY_BACKOFF_CAP") or 0.02)
 
 
 class Victims:
