@@ -6,7 +6,8 @@ kept state comes first in depth-first order (see ``_dominated``).
 
 from __future__ import annotations
 
-from yewpy.apps.dnn.cost import Training, zero_base
+from yewpy.apps.dnn.cost import Training
+from yewpy.apps.dnn.planner.pareto import end_kind
 
 
 class Dominance:
@@ -24,7 +25,7 @@ class Dominance:
         if self.train.megatron_stages and len(child[7]) > 1:  # the middle stages' size binds the rest
             key += (child[7][1][1],)
         if self.train.galvatron_stages:  # the first stage's ZeRO-3 binds the last stage's
-            key += (zero_base(child[7][0][3]) == 3,)
+            key += (end_kind(child[7][0][3]),)
         seen = self.memo.get(key)
         order = child[8]
         if len(child[4]) == 1:  # pipe: (sum, max, exposed) scalars, compared without generators

@@ -12,12 +12,17 @@ from yewpy.apps.dnn.cost import zero_base
 ZERO3_END, OTHER_END, EACH_END = "zero3", "other", "each"
 
 
+def end_kind(z: int) -> str:
+    """Which side of Galvatron's end rule ZeRO option code ``z`` is on: ZERO3_END or OTHER_END."""
+    return ZERO3_END if zero_base(z) == 3 else OTHER_END
+
+
 def pareto_options(options: list, scalar: bool, ends: str | None = None) -> tuple:
     """Drop options no better in any stage term (a, b, c) than another of the same stage: whatever the
     path, the dropped one's state would be dominated (sums add a, maxima take b and c). Options are
     rows (a, b, c, rc, z); ``ends`` keeps only one kind of ZeRO, or compares each kind apart."""
     if ends == ZERO3_END or ends == OTHER_END:
-        options = [o for o in options if (zero_base(o[4]) == 3) == (ends == ZERO3_END)]
+        options = [o for o in options if end_kind(o[4]) == ends]
     if len(options) < 2:
         return tuple(options)
     keep = pareto_scalar if scalar else pareto_vector
@@ -26,7 +31,7 @@ def pareto_options(options: list, scalar: bool, ends: str | None = None) -> tupl
 
 def per_end(items: list, keep: Callable[[list], list]) -> list:
     """``keep`` applied to the ZeRO-3 rows and to the others apart (Galvatron's ``EACH_END``)."""
-    return [o for zero3 in (True, False) for o in keep([o for o in items if (zero_base(o[4]) == 3) == zero3])]
+    return [o for kind in (ZERO3_END, OTHER_END) for o in keep([o for o in items if end_kind(o[4]) == kind])]
 
 
 def pareto_scalar(items: list) -> list:

@@ -36,19 +36,11 @@ from yewpy.apps.dnn.cost import (
     p2p_sends,
     per_layer_tp,
     stage_cost,
-    zero_base,
 )
 from yewpy.apps.dnn.models import Model
 from yewpy.apps.dnn.planner.bounds import SAFETY, Bounds, pipe_bound
 from yewpy.apps.dnn.planner.dominance import Dominance
-from yewpy.apps.dnn.planner.pareto import (
-    EACH_END,
-    OTHER_END,
-    ZERO3_END,
-    pareto_scalar,
-    pareto_vector,
-    per_end,
-)
+from yewpy.apps.dnn.planner.pareto import EACH_END, end_kind, pareto_scalar, pareto_vector, per_end
 from yewpy.apps.dnn.planner.seed import Seeding
 from yewpy.apps.dnn.planner.shapes import Shape, Shapes, mixed_tp_cluster
 from yewpy.apps.dnn.planner.shares import integer_shares
@@ -482,7 +474,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         kind, and a first stage of several keeps the best options of each kind (``EACH_END``), since
         which one completes depends on what the last stage can hold."""
         if stages and hi == self.n:
-            return ZERO3_END if zero_base(stages[0][3]) == 3 else OTHER_END
+            return end_kind(stages[0][3])
         if not stages and hi < self.n:
             return EACH_END
         return None

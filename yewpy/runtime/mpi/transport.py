@@ -331,16 +331,15 @@ class MPITransport(Stealing, Termination, Checkpoints, Progress):
         MPI = self.MPI
         part = dict(part)
         depths = part.pop("metrics")
-        keys = METRICS
         length = self.comm.allreduce(max(map(len, depths.values()), default=0), op=MPI.MAX)
-        table = np.zeros((len(keys), length), dtype=np.int64)
-        for row, key in enumerate(keys):
+        table = np.zeros((len(METRICS), length), dtype=np.int64)
+        for row, key in enumerate(METRICS):
             table[row, :len(depths[key])] = depths[key]
         self.comm.Allreduce(MPI.IN_PLACE, table, op=MPI.SUM)
         parts = self.comm.allgather(part)
         for other in parts:
-            other["metrics"] = {key: [] for key in keys}
-        parts[0]["metrics"] = dict(zip(keys, table.tolist()))
+            other["metrics"] = {key: [] for key in METRICS}
+        parts[0]["metrics"] = dict(zip(METRICS, table.tolist()))
         return parts
 
     def close(self) -> None:
