@@ -239,7 +239,7 @@ def test_galvatron_restricted_search_is_exact_and_runs(layers, vocab, batch, clu
     assert found.objective == pytest.approx(oracle, rel=1e-9)
     chosen = plan(model, load_cluster(cluster), train, top=1).extras["plan"]
     assert galvatron_refusal(chosen, model, train) is None
-    if (layers, vocab, cluster) == (3, 256000, "dgx-a100-40g:2x4"):
+    if (layers, vocab, batch, cluster, mem, zero) == (3, 256000, 16, "dgx-a100-40g:2x4", 0.3, (0, 3)):
         free = replace(train, galvatron_stages=False)
         unruled = plan(model, load_cluster(cluster), free, top=1).extras["plan"]
         assert "holds no transformer layer" in galvatron_refusal(unruled, model, free)
