@@ -11,6 +11,7 @@ python benchmarks/bench_dnn_plan.py sweep 1 "" --recompute none,selective,full,b
 python benchmarks/bench_dnn_plan.py sites 1000 120  # GPT-2 XL on three sites, left free (FusionLLM)
 python benchmarks/bench_dnn_plan.py mixed-tp 3    # two-kind clusters with and without --mixed-tp (HAP)
 python benchmarks/bench_dnn_plan.py two-kind 3    # two-kind clusters with and without the two-part floor
+python benchmarks/bench_dnn_plan.py hap-floor 3   # the same with and without the hap shapes' floors
 """
 
 from __future__ import annotations
@@ -194,27 +195,34 @@ TWO_KIND = [("megatron-18.4b", f"{A100}:4x8+dgx-v100-32g:4x8", 512),
             ("megatron-39.1b", f"{A100}:8x8+dgx-v100-32g:16x8", 1024)]
 
 
-def two_kind(repeat: int) -> None:
-    """Search seconds (PlanSearch, --top 3) on two-kind clusters with the two-part stage floor
-    (``bounds._pair_floor``) and without it (the method replaced by one returning -inf, as before
-    it existed), alternating in this process, medians of ``repeat``; plans and nodes of each."""
+def two_kind(repeat: int, floor: str = "pair") -> None:
+    """Seconds to build and search a PlanSearch (--top 3) on two-kind clusters with a floor and
+    without it, alternating in this process, medians of ``repeat``; plans and nodes of each.
+    ``floor``: "pair", the two-part stage floor (``bounds._pair_floor`` replaced by a method
+    returning -inf, as before it existed); "hap", the hap shapes' memory-aware floor and slot
+    bound (``bounds._hap_suffix`` returning its given low, ``search._hap_slot_bound`` -inf)."""
     import math
 
     from yewpy.apps.dnn.planner import PlanSearch
 
-    with_floor = PlanSearch._pair_floor
+    names = {"pair": {"_pair_floor": lambda self, sid: -math.inf},
+             "hap": {"_hap_suffix": lambda self, sid, i, lo, q, low: low,
+                     "_hap_slot_bound": lambda self, *args: -math.inf}}[floor]
+    kept = {name: getattr(PlanSearch, name) for name in names}
     for model, cluster, batch in TWO_KIND:
         times: dict = {True: [], False: []}
         found = {}
         for _ in range(repeat):
             for on in (False, True):
-                PlanSearch._pair_floor = with_floor if on else (lambda self, sid: -math.inf)
+                for name, off in names.items():
+                    setattr(PlanSearch, name, kept[name] if on else off)
                 t0 = time.perf_counter()
                 search = PlanSearch(load_model(model), load_cluster(cluster), Training(batch, 2048), top=3)
                 result = search.search()
                 times[on].append(time.perf_counter() - t0)
                 found[on] = (result.objective, result.nodes)
-        PlanSearch._pair_floor = with_floor
+        for name, method in kept.items():
+            setattr(PlanSearch, name, method)
         off, on = (statistics.median(times[k]) for k in (False, True))
         print(f"{model} on {cluster}: {off:.2f} s without the floor, {on:.2f} s with (x{on / off:.2f}); "
               f"plans {found[False][0]:.4f} / {found[True][0]:.4f} s/iter, nodes {found[False][1]} / "
@@ -262,8 +270,8 @@ def main() -> None:
     elif what == "sweep":
         sweep(int(sys.argv[2]) if len(sys.argv) > 2 else 3, sys.argv[3] if len(sys.argv) > 3 else "",
               sys.argv[4:])
-    elif what == "two-kind":
-        two_kind(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
+    elif what in ("two-kind", "hap-floor"):
+        two_kind(int(sys.argv[2]) if len(sys.argv) > 2 else 3, "pair" if what == "two-kind" else "hap")
     elif what == "mixed-tp":
         mixed_tp(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
     elif what == "cli":

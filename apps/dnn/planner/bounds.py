@@ -102,6 +102,8 @@ class Bounds:
             return pipe_bound(floors, S[0], X[0], E, sh.div, sh.c1)
         A, Xs = [], []
         for c, (total, x_lb) in enumerate(floors):
+            if x_lb == math.inf:
+                return math.inf  # no cut of the blocks left fits this class's memory
             xc = X[c] if X[c] > x_lb else x_lb
             A.append(S[c] + total - xc)
             Xs.append(xc)
@@ -138,8 +140,53 @@ class Bounds:
         for i in range(len(sh.parts)):
             tab = self.part_table(sid, i)
             total = tab.time["none"][self.n] - tab.time["none"][lo] if q else 0.0
-            out.append((total, max(total / q, tab.sorted_time[-(-R // q)]) if q else 0.0))
+            x_lb = max(total / q, tab.sorted_time[-(-R // q)]) if q else 0.0
+            if q and sh.p > 1:
+                x_lb = self._hap_suffix(sid, i, lo, q, x_lb)
+            out.append((total, x_lb))
         return tuple(out)
+
+    def _hap_suffix(self, sid: int, i: int, lo: int, q: int, low: float) -> float:
+        """A lower bound on class ``i``'s largest stage time (tau) over the last q stages of hap shape
+        ``sid``, blocks [lo, n), memory counted: the stage floor's cut (``StageFloor``) with each
+        option costed by its tau alone (``_hap_modes``), given ``low``, a value known to be at most
+        it. Every class holds each stage at its own in-flight count, p - j, whatever its share of
+        the micro-batches, so the cut of one class bounds that class's stages; the classes' common
+        cut and common options are relaxed."""
+        floor = self._hap_cores.get((sid, i))
+        if floor is None:
+            tab, usable, zc, _, _, _, infl, _ = self._class_consts(sid, i, None)
+            arrays = tab.arrays()
+            floor = StageFloor(self._hap_modes(sid, tab, zc, i), arrays["params"], arrays["expert"], tab.t,
+                               usable, infl[:self.shapes[sid].p])
+            self._hap_cores[sid, i] = floor
+        first = self.shapes[sid].p - q
+        return low if floor.cuts(low, lo, first) else floor.least(low, math.inf, FLOOR_STEPS, lo, first)
+
+    def _hap_modes(self, sid: int, tab: StageTables, zc: dict, part: int) -> list[Mode]:
+        """Hap shape ``sid``'s (recompute, ZeRO) options on class ``part`` as the stage floor sees
+        them, costed by a stage's tau: its time, and under ZeRO-3 the collectives that
+        ``ZERO3_OVERLAP`` of it does not hide. "block" as in ``_floor_modes``; per-layer ZeRO at
+        ZeRO-3's state with no gather buffer and no collectives (below it at any count)."""
+        arrays = tab.arrays()
+        zero3 = None
+        out = []
+        for rc, z in self._allowed(sid):
+            times = arrays["time_" + ("none" if rc == "block" else rc)]
+            act = arrays["act_block" if rc == "block" else "act_" + rc]
+            if per_layer_zero(z):
+                working_set = tab.working_set if rc == "full" else 0.0
+                state, state_e, gbuf = zc[3][0], zc[3][4], 0.0
+            else:
+                working_set = tab.working_set if rc in ("full", "block") else 0.0
+                state, state_e, gbuf = zc[z][0], zc[z][4], zc[z][1]
+            terms: tuple = ((times, 0.0),)
+            if z == 3 and tab.d > 1:
+                if zero3 is None:
+                    zero3 = self._zero3_prefix(sid, tab, part)
+                terms += ((times * (1 - ZERO3_OVERLAP) + zero3, 0.0),)
+            out.append(Mode(terms, act, working_set, state, state_e, gbuf))
+        return out
 
     def _time_floors(self, sid: int, lo: int, q: int, live: list) -> tuple:
         """A pipe state's floors from the time of blocks [lo, n) on the q stages left on the ``live``

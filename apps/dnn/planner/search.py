@@ -73,7 +73,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
         "_stage_floor_cores", "_wan_cache", "_kind_cache", "_twins_cache", "_ratio_cache", "_ranking",
         "_leave_cache", "_blocks_cache", "_packing_cache", "_mixed_floors_cache", "_pair_floors",
-        "_pair_cores",
+        "_pair_cores", "_hap_cores",
     })
 
     def __deepcopy__(self, memo: dict) -> PlanSearch:
@@ -134,6 +134,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._stage_floor_cores: dict = {}  # shape -> its compiled StageFloor (bounds._suffix_floor)
         self._pair_floors: dict = {}  # shape -> its two-part stage floor, once reached (bounds._pair_floor)
         self._pair_cores: dict = {}  # shape -> its compiled PairFloor, for the stages a node has left
+        self._hap_cores: dict = {}  # (hap shape, class) -> its compiled StageFloor (bounds._hap_suffix)
         self._model_params = (model.params, sum(blk.expert_params for blk in model.blocks))
         if not rank:  # only for replaying known plans (sensitivity sweeps)
             return
@@ -297,6 +298,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                         continue
                 if pipe_bound(self._floors(sid, lo + k, newcounts), S0 + x, xm, E, div, c1) * SAFETY > limit:
                     continue
+            elif pruning and self._hap_slot_bound(sid, lo, k, newcounts, S, X, E) * SAFETY > limit:
+                continue  # hap: even each class's time without recomputation is pruned
             ends = self._galvatron_ends(stages, lo + k) if galvatron else None
             got = self._slot_options(sid, part, lo, k, j, prev, newcounts, ends)
             if got is None:
@@ -338,6 +341,20 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                         continue
                     yield child
                     limit = self._limit(sid)
+
+    def _hap_slot_bound(self, sid: int, lo: int, k: int, newcounts: tuple, S: tuple, X: tuple,
+                        E: float) -> float:
+        """The bound of every child of a hap slot (blocks [lo, lo + k) as the next stage) before its
+        options are computed: each class's stage takes at least its time without recomputation
+        (``_bound_state`` of that least child; the bound never decreases in S or X)."""
+        hi = lo + k
+        S2, X2 = [], []
+        for c, (s, x) in enumerate(zip(S, X)):
+            pre = self.part_table(sid, c).time["none"]
+            here = pre[hi] - pre[lo]
+            S2.append(s + here)
+            X2.append(here if here > x else x)
+        return self._bound_state(sid, hi, newcounts, tuple(S2), tuple(X2), E)
 
     def _slots(self, sid: int, lo: int, counts: tuple, prev: int | None) -> tuple:
         """The next stage's (part, k blocks, counts after, side) from blocks ``lo`` with ``counts``
