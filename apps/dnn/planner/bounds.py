@@ -124,17 +124,11 @@ class Bounds:
         q = sum(counts)
         R = self.n - lo
         if sh.mode == "pipe":
-            live = [(i, c) for i, c in enumerate(counts) if c > 0]
-            if q == 0:
-                return 0.0, 0.0, -math.inf
-            floors = self._time_floors(sid, lo, q, live)
-            if 0 < lo and len(sh.parts) == 2 and sh.c1 >= 1:     # memory counted, as the whole shape's
-                ev = self._pair_suffix(sid, lo, counts, sh.c1 * floors[1])
+            floors, largest = self._pipe_time_floors(sid, lo, counts)
+            if q and 0 < lo and len(sh.parts) == 2 and sh.c1 >= 1:  # memory counted, as the whole shape's
+                ev = self._pair_suffix(sid, lo, counts, sh.c1 * largest)
                 if ev > floors[2]:
                     floors = (floors[0], floors[1], ev)
-            crossings = len({self.cluster.groups[sh.parts[i][0]].site for i, _ in live}) - 1
-            if crossings:
-                floors = self._with_crossings(sid, floors, crossings)
             return floors
         out = []
         for i in range(len(sh.parts)):
@@ -145,6 +139,34 @@ class Bounds:
                 x_lb = self._hap_suffix(sid, i, lo, q, x_lb)
             out.append((total, x_lb))
         return tuple(out)
+
+    def time_floors(self, sid: int, lo: int, counts: tuple) -> tuple:
+        """``_floors`` of a pipe state without the two-part floor of the stages left: every term at
+        most ``_floors``' (the two-part floor raises only the Jensen term), and cheaper, so a slot is
+        tested against these first."""
+        return self._pipe_time_floors(sid, lo, counts)[0]
+
+    def _pipe_time_floors(self, sid: int, lo: int, counts: tuple) -> tuple:
+        """A pipe state's time floors with its wide-area crossings, and their largest stage before
+        the crossings (the two-part floor's start). Cached."""
+        key = (sid, lo, counts)
+        hit = self._time_floors_cache.get(key)
+        if hit is not None:
+            return hit
+        sh = self.shapes[sid]
+        q = sum(counts)
+        live = [(i, c) for i, c in enumerate(counts) if c > 0]
+        if q == 0:
+            hit = (0.0, 0.0, -math.inf), 0.0
+        else:
+            floors = self._time_floors(sid, lo, q, live)
+            largest = floors[1]
+            crossings = len({self.cluster.groups[sh.parts[i][0]].site for i, _ in live}) - 1
+            if crossings:  # they raise the sum and the largest stage, never the Jensen term
+                floors = self._with_crossings(sid, floors, crossings)
+            hit = floors, largest
+        self._time_floors_cache[key] = hit
+        return hit
 
     def _hap_suffix(self, sid: int, i: int, lo: int, q: int, low: float) -> float:
         """A lower bound on class ``i``'s largest stage time (tau) over the last q stages of hap shape
@@ -318,8 +340,7 @@ class Bounds:
     def _gpu_kind(self, sid: int, i: int) -> tuple:
         """Part ``i`` of shape ``sid`` as a kind: parts whose groups differ only in name, site and
         node count, at one t, d and micro-batch, cost every block alike. Cached per those."""
-        sh = self.shapes[sid]
-        key = (sh.parts[i][0], self._tp(sid, i), sh.part_d(i), sh.part_b(i))
+        key = self.table_key(sid, i)[:4]
         hit = self._kind_cache.get(key)
         if hit is None:
             hit = self._kind_cache[key] = (replace(self.cluster.groups[key[0]], name="", site="", nodes=0),

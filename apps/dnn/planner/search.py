@@ -71,9 +71,10 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "_slots_cache", "_slot_cache",
         "_least_cache",
         "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
-        "_stage_floor_cores", "_wan_cache", "_kind_cache", "_twins_cache", "_ratio_cache", "_ranking",
+        "_stage_floor_cores", "_wan_cache", "_kind_cache", "_table_keys", "_twins_cache", "_ratio_cache",
+        "_ranking",
         "_leave_cache", "_blocks_cache", "_packing_cache", "_mixed_floors_cache", "_pair_floors",
-        "_pair_cores", "_hap_cores",
+        "_pair_cores", "_hap_cores", "_time_floors_cache",
     })
 
     def __deepcopy__(self, memo: dict) -> PlanSearch:
@@ -128,12 +129,14 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._packing_cache: dict = {}  # (table, part 0's table if trimmed, lo) -> bounds._packing_prefix
         self._mixed_floors_cache: dict = {}  # (part 0's table, live tables and stages, lo) -> _mixed_floors
         self._sites = len({g.site for g in cluster.groups})
+        self._table_keys: dict = {}  # (shape, part) -> what its tables depend on (table_key)
         self._kind_cache: dict = {}  # (group, t) -> its GPU kind (bounds._gpu_kind)
         self._twins_cache: dict = {}  # shape -> its interchangeable parts (_twins)
         self._ratio_cache: dict = {}  # (table, part 0's table) -> the time ratios (bounds._time_ratios)
         self._stage_floor_cores: dict = {}  # shape -> its compiled StageFloor (bounds._suffix_floor)
         self._pair_floors: dict = {}  # shape -> its two-part stage floor, once reached (bounds._pair_floor)
         self._pair_cores: dict = {}  # shape -> its compiled PairFloor, for the stages a node has left
+        self._time_floors_cache: dict = {}  # (shape, blocks used, stages left) -> bounds._pipe_time_floors
         self._hap_cores: dict = {}  # (hap shape, class) -> its compiled StageFloor (bounds._hap_suffix)
         self._model_params = (model.params, sum(blk.expert_params for blk in model.blocks))
         if not rank:  # only for replaying known plans (sensitivity sweeps)
@@ -268,7 +271,10 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         q = sum(counts)
         slots, sweep = self._slots(sid, lo, counts, prev)
         dead = [False, False, False]  # per side of the share (see ``_sweep``): pruned from here on
+        longer_dead: set = set()  # parts whose longer stages (side 1) the least-blocks test pruned
         for slot, (part, k, newcounts, side) in enumerate(slots):
+            if side == 1 and part in longer_dead:
+                continue
             if megatron and not self._megatron_stage(sh, lo, k, j, stages):
                 continue
             if galvatron and self._layers(lo, lo + k) < 1:
@@ -295,8 +301,15 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                 if sweep is None and q > 1:
                     rest = self._least_blocks(sid, newcounts)
                     if ((S0 + x + rest[self.n] - rest[lo + k]) / div + c1 * xm + E) * SAFETY > limit:
+                        if side == 1 and newcounts[part]:
+                            # A block more on this part adds its time here and takes at most that
+                            # from ``rest`` (this part still has stages, so rest is at most its
+                            # time): the test only grows with k, and the longer slots are pruned too.
+                            longer_dead.add(part)
                         continue
-                if pipe_bound(self._floors(sid, lo + k, newcounts), S0 + x, xm, E, div, c1) * SAFETY > limit:
+                # the floors without the two-part one first (cheaper): most slots end there
+                if any(pipe_bound(floors(sid, lo + k, newcounts), S0 + x, xm, E, div, c1) * SAFETY > limit
+                       for floors in (self.time_floors, self._floors)):
                     continue
             elif pruning and self._hap_slot_bound(sid, lo, k, newcounts, S, X, E) * SAFETY > limit:
                 continue  # hap: even each class's time without recomputation is pruned

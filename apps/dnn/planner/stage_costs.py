@@ -48,6 +48,7 @@ class StageCosts:
     opts: dict
     _consts: dict
     _allowed_cache: dict
+    _table_keys: dict
 
     _recompute_modes: Callable[[], list[str]]  # from Shapes
     tp_fits: Callable[[int], bool]  # from Shapes
@@ -60,9 +61,14 @@ class StageCosts:
 
     def table_key(self, sid: int, i: int) -> tuple:
         """What part ``i`` of shape ``sid``'s tables depend on: (group, t, d, b, ep, c, token slices).
-        Shapes that differ only in schedule share it, and so do the bounds read from those tables."""
-        sh = self.shapes[sid]
-        return sh.parts[i][0], self._tp(sid, i), sh.part_d(i), sh.part_b(i), sh.ep, sh.c, sh.n
+        Shapes that differ only in schedule share it, and so do the bounds read from those tables.
+        Cached: the bounds ask for it on every state."""
+        hit = self._table_keys.get((sid, i))
+        if hit is None:
+            sh = self.shapes[sid]
+            hit = self._table_keys[sid, i] = (sh.parts[i][0], self._tp(sid, i), sh.part_d(i), sh.part_b(i),
+                                              sh.ep, sh.c, sh.n)
+        return hit
 
     def _table(self, g: int, t: int, d: int, b: int, ep: int, c: int, n: int) -> StageTables:
         """The prefix tables of group ``g`` at (t, d, b) with ep, c and n token slices; cached. A dense
