@@ -12,6 +12,7 @@ python benchmarks/bench_dnn_plan.py sites 1000 120  # GPT-2 XL on three sites, l
 python benchmarks/bench_dnn_plan.py mixed-tp 3    # two-kind clusters with and without --mixed-tp (HAP)
 python benchmarks/bench_dnn_plan.py two-kind 3    # two-kind clusters with and without the two-part floor
 python benchmarks/bench_dnn_plan.py hap-floor 3   # the same with and without the hap shapes' floors
+python benchmarks/bench_dnn_plan.py revisions /tmp/base/site 3  # two-kind clusters: this tree against another
 """
 
 from __future__ import annotations
@@ -229,6 +230,52 @@ def two_kind(repeat: int, floor: str = "pair") -> None:
               f"{found[True][1]}", flush=True)
 
 
+# two-kind clusters not looked at while the two-kind floors were built (``revisions``)
+TWO_KIND_UNSEEN = [("llama2-13b", f"{H100}:4x8+dgx-v100-32g:8x8", 512),
+                   ("megatron-76.1b", f"dgx-a100-40g:8x8+{H100}:8x8", 1024),
+                   ("llama2-70b", f"{H100}:16x8+{A100}:16x8", 1024),
+                   ("gpt3-175b", f"{H100}:32x8+dgx-a100-40g:32x8", 1536),
+                   ("megatron-145.6b", f"{A100}:24x8+dgx-v100-32g:8x8", 1024),
+                   ("mixtral-8x7b", "dgx-a100-40g:8x8+dgx-v100-32g:8x8", 256)]
+
+ONE_PLAN = """
+import json, sys, time
+from yewpy.apps.dnn.cluster import load_cluster
+from yewpy.apps.dnn.cost import Training
+from yewpy.apps.dnn.model_files import load_model
+from yewpy.apps.dnn.planner import PlanSearch
+model, cluster, batch = sys.argv[1], sys.argv[2], int(sys.argv[3])
+t0 = time.perf_counter()
+result = PlanSearch(load_model(model), load_cluster(cluster), Training(batch, 2048), top=3).search()
+print(json.dumps([time.perf_counter() - t0, result.nodes, result.objective]))
+"""
+
+
+def revisions(base: str, repeat: int) -> None:
+    """Seconds to build and search a PlanSearch (--top 3) on the two-kind clusters, this tree
+    against the yewpy at ``base`` (a folder holding a ``yewpy`` package with its apps and compiled
+    modules, e.g. ``git archive`` of an older commit with ``apps`` and ``skeletons`` copied in as
+    ``yewpy/apps`` and ``yewpy/skeletons`` and this tree's ``.so`` files beside them), one process
+    per run, alternating, medians of ``repeat``; the plans must be the same."""
+    import os
+
+    for model, cluster, batch in TWO_KIND + TWO_KIND_UNSEEN:
+        runs: dict = {"base": [], "this": []}
+        for _ in range(repeat):
+            for which in runs:
+                env = dict(os.environ)
+                if which == "base":
+                    env["PYTHONPATH"] = base
+                out = subprocess.run([sys.executable, "-c", ONE_PLAN, model, cluster, str(batch)], env=env,
+                                     cwd=tempfile.gettempdir(), capture_output=True, text=True, check=True)
+                runs[which].append(json.loads(out.stdout))
+        old, new = (statistics.median(r[0] for r in runs[k]) for k in ("base", "this"))
+        same = runs["base"][0][2] == runs["this"][0][2]
+        print(f"{model} on {cluster}, B {batch}: {old:.2f} s -> {new:.2f} s (x{new / old:.2f}); nodes "
+              f"{runs['base'][0][1]} -> {runs['this'][0][1]}; plan {runs['this'][0][2]:.4f} s/iter"
+              f"{'' if same else ' DIFFERENT from base ' + str(runs['base'][0][2])}", flush=True)
+
+
 GPT2_XL = {"name": "gpt2-xl", "transformer": {"layers": 48, "hidden": 1600, "heads": 25, "vocab": 50257,
                                               "seq": 1024}}
 
@@ -270,6 +317,8 @@ def main() -> None:
     elif what == "sweep":
         sweep(int(sys.argv[2]) if len(sys.argv) > 2 else 3, sys.argv[3] if len(sys.argv) > 3 else "",
               sys.argv[4:])
+    elif what == "revisions":
+        revisions(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3)
     elif what in ("two-kind", "hap-floor"):
         two_kind(int(sys.argv[2]) if len(sys.argv) > 2 else 3, "pair" if what == "two-kind" else "hap")
     elif what == "mixed-tp":

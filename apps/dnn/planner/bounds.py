@@ -529,6 +529,16 @@ class Bounds:
         return low if floor.cuts(low, lo, first) else floor.least(low, math.inf, FLOOR_STEPS, lo, first)
 
     def _floor_modes(self, sid: int, tab: StageTables, zc: dict, part: int = 0) -> list[Mode]:
+        """``_new_floor_modes``, cached by what they read: shapes that differ only in a schedule of
+        one block per stage (1F1B, kFkB, GPipe: one c1 = m) share them."""
+        sh = self.shapes[sid]
+        key = (self.table_key(sid, part), sh.mode, sh.c1, sh.m, sh.replicas, self._allowed(sid))
+        hit = self._modes_cache.get(key)
+        if hit is None:
+            hit = self._modes_cache[key] = self._new_floor_modes(sid, tab, zc, part)
+        return hit
+
+    def _new_floor_modes(self, sid: int, tab: StageTables, zc: dict, part: int = 0) -> list[Mode]:
         """Shape ``sid``'s (recompute, ZeRO) options as the stage floor sees them: a stage's
         c1 tau + exposed over [lo, hi) is the largest of prefix[hi] - prefix[lo] + offset over a
         mode's terms (``stage_terms``' arithmetic, regrouped: every part is linear in the blocks'
