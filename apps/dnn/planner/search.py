@@ -309,8 +309,11 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                             longer_dead.add(part)
                         continue
                 # the floors without the two-part one first (cheaper): most slots end there
-                if any(pipe_bound(floors(sid, lo + k, newcounts), S0 + x, xm, E, div, c1) * SAFETY > limit
-                       for floors in (self.time_floors, self._floors)):
+                cheap = self.time_floors(sid, lo + k, newcounts)
+                if pipe_bound(cheap, S0 + x, xm, E, div, c1) * SAFETY > limit:
+                    continue
+                floors = self._floors(sid, lo + k, newcounts)
+                if floors is not cheap and pipe_bound(floors, S0 + x, xm, E, div, c1) * SAFETY > limit:
                     continue
             elif pruning and self._hap_slot_bound(sid, lo, k, newcounts, S, X, E) * SAFETY > limit:
                 continue  # hap: even each class's time without recomputation is pruned
