@@ -462,7 +462,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
     def _least_blocks(self, sid: int, where: Any) -> list:
         """Prefix sums over the blocks of each block's least time without recomputation: on part
         ``where`` of pipe shape ``sid`` (an int), or on the parts that the stage counts ``where``
-        (a tuple) leave stages on. Cached per (shape, where)."""
+        (a tuple) leave stages on. Cached per (shape, where); the second per the parts with stages."""
         key = (sid, where)
         hit = self._least_cache.get(key)
         if hit is not None:
@@ -470,10 +470,14 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         if isinstance(where, int):
             hit = self.part_table(sid, where).time["none"]
         else:
-            tables = [self.part_table(sid, i).time["none"] for i, c in enumerate(where) if c > 0]
-            hit = [0.0]
-            for b in range(self.n):
-                hit.append(hit[-1] + min((pre[b + 1] - pre[b] for pre in tables), default=0.0))
+            live = tuple(i for i, c in enumerate(where) if c > 0)
+            hit = self._least_cache.get((sid, "live", live))
+            if hit is None:
+                tables = [self.part_table(sid, i).time["none"] for i in live]
+                hit = [0.0]
+                for b in range(self.n):
+                    hit.append(hit[-1] + min((pre[b + 1] - pre[b] for pre in tables), default=0.0))
+                self._least_cache[sid, "live", live] = hit
         self._least_cache[key] = hit
         return hit
 

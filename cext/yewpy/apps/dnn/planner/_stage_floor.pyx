@@ -171,10 +171,12 @@ cdef class StageFloor:
             raise ValueError("lo or first out of range")
         if high == INF:
             high = 1.5 * low if low > 0 else 1e-9
-            while not self._cuts(high, lo, first):
-                if not self._cuts(INF, lo, first):
+            if not self._cuts(high, lo, first):
+                if not self._cuts(INF, lo, first):  # asked once: no cap below inf can cut
                     return INF
                 low, high = high, 2 * high
+                while not self._cuts(high, lo, first):
+                    low, high = high, 2 * high
         for _ in range(steps):
             mid = (low + high) / 2
             if self._cuts(mid, lo, first):
@@ -203,6 +205,7 @@ cdef class PairFloor:
 
     cdef bint _cuts(self, double cap, int lo, int first, int count0, int count1) except -1:
         cdef int j, a, b, reach, n = self.n, size = count0 + 1
+        cdef int pos0, pos1, reach0, reach1  # the last start asked of each part at this stage, its reach
         cdef int* cur
         cdef int* nxt
         cdef int* swap
@@ -221,18 +224,21 @@ cdef class PairFloor:
         for j in range(count0 + count1):
             for a in range(size):
                 nxt[a] = -1
+            pos0 = pos1 = -1  # counts that reached the same block ask the same of a part
             for a in range(min(j, count0) + 1):
                 b = j - a
                 if cur[a] < 0 or b > count1:
                     continue
                 if a < count0:
-                    reach = self.first._reach_stage(cap, cur[a], first + j)
-                    if reach > nxt[a + 1]:
-                        nxt[a + 1] = reach
+                    if cur[a] != pos0:
+                        pos0, reach0 = cur[a], self.first._reach_stage(cap, cur[a], first + j)
+                    if reach0 > nxt[a + 1]:
+                        nxt[a + 1] = reach0
                 if b < count1:
-                    reach = self.second._reach_stage(cap, cur[a], first + j)
-                    if reach > nxt[a]:
-                        nxt[a] = reach
+                    if cur[a] != pos1:
+                        pos1, reach1 = cur[a], self.second._reach_stage(cap, cur[a], first + j)
+                    if reach1 > nxt[a]:
+                        nxt[a] = reach1
             swap = cur
             cur = nxt
             nxt = swap
@@ -270,10 +276,12 @@ cdef class PairFloor:
         self._check(lo, first, c0, c1)
         if high == INF:
             high = 1.5 * low if low > 0 else 1e-9
-            while not self._cuts(high, lo, first, c0, c1):
-                if not self._cuts(INF, lo, first, c0, c1):
+            if not self._cuts(high, lo, first, c0, c1):
+                if not self._cuts(INF, lo, first, c0, c1):  # asked once: no cap below inf can cut
                     return INF
                 low, high = high, 2 * high
+                while not self._cuts(high, lo, first, c0, c1):
+                    low, high = high, 2 * high
         for _ in range(steps):
             mid = (low + high) / 2
             if self._cuts(mid, lo, first, c0, c1):
