@@ -140,7 +140,7 @@ class Bounds:
             out.append((total, x_lb))
         return tuple(out)
 
-    def time_floors(self, sid: int, lo: int, counts: tuple) -> tuple:
+    def _floors_without_pair(self, sid: int, lo: int, counts: tuple) -> tuple:
         """``_floors`` of a pipe state without the two-part floor of the stages left: every term at
         most ``_floors``' (the two-part floor raises only the Jensen term), and cheaper, so a slot is
         tested against these first."""

@@ -309,7 +309,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                             longer_dead.add(part)
                         continue
                 # the floors without the two-part one first (cheaper): most slots end there
-                cheap = self.time_floors(sid, lo + k, newcounts)
+                cheap = self._floors_without_pair(sid, lo + k, newcounts)
                 if pipe_bound(cheap, S0 + x, xm, E, div, c1) * SAFETY > limit:
                     continue
                 floors = self._floors(sid, lo + k, newcounts)

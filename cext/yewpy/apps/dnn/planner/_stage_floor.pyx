@@ -204,7 +204,7 @@ cdef class PairFloor:
         self.count0, self.count1, self.p, self.n = count0, count1, first.p, first.n
 
     cdef bint _cuts(self, double cap, int lo, int first, int count0, int count1) except -1:
-        cdef int j, a, b, reach, n = self.n, size = count0 + 1
+        cdef int j, a, b, n = self.n, size = count0 + 1
         cdef int pos0, pos1, reach0, reach1  # the last start asked of each part at this stage, its reach
         cdef int* cur
         cdef int* nxt
