@@ -24,6 +24,9 @@ from yewpy.apps.dnn.planner.stage_floor import Mode, PairFloor, StageFloor
 
 RECOMPUTE_SETS = [("none", "selective", "full"), ("none", "full", "block"), ("none",), ("selective", "block")]
 ZERO_SETS = [(0, 1, 2, 3), (0, 1), (2, 3), (3,)]
+# what the random two-kind instances draw from: memory binds at the smaller fractions
+TWO_KIND_DRAWS = {"batch": st.sampled_from([16, 64]), "mem": st.sampled_from([0.15, 0.3, 0.6]),
+                  "recompute": st.sampled_from(RECOMPUTE_SETS), "zero": st.sampled_from(ZERO_SETS)}
 
 
 def start_bound(search: PlanSearch, sid: int) -> float:
@@ -194,13 +197,10 @@ def test_floor_never_exceeds_a_shapes_best(layers, hidden, experts, batch, clust
 @given(
     layers=st.integers(3, 5),
     hidden=st.sampled_from([1024, 4096, 8192]),
-    batch=st.sampled_from([16, 64]),
     cluster=st.sampled_from(["dgx-a100-80g:1x4+dgx-v100-16g:1x4", "dgx-a100-40g:1x4+dgx-v100-32g:1x4",
                              "dgx-h100-80g:1x4+dgx-a100-40g:1x4"]),
-    mem=st.sampled_from([0.15, 0.3, 0.6]),
-    recompute=st.sampled_from(RECOMPUTE_SETS),
-    zero=st.sampled_from(ZERO_SETS),
     mixed_tp=st.booleans(),
+    **TWO_KIND_DRAWS,
 )
 # memory binds on the V100s: two-part shapes whose floor exceeds their time-only bound
 @example(layers=5, hidden=8192, batch=16, cluster="dgx-a100-80g:1x4+dgx-v100-16g:1x4", mem=0.3,
@@ -235,13 +235,10 @@ def hap_completions(exhaustive: ExhaustivePlanSearch, node: tuple, out: dict) ->
 @given(
     layers=st.integers(3, 6),
     hidden=st.sampled_from([2048, 4096, 8192]),
-    batch=st.sampled_from([16, 64]),
     cluster=st.sampled_from(["dgx-a100-80g:1x4+dgx-v100-16g:1x4", "dgx-a100-40g:1x4+dgx-v100-32g:1x4",
                              "dgx-h100-80g:1x8+dgx-a100-40g:1x8"]),
-    mem=st.sampled_from([0.15, 0.3, 0.6]),
-    recompute=st.sampled_from(RECOMPUTE_SETS),
-    zero=st.sampled_from(ZERO_SETS),
     per_layer_zero=st.booleans(),
+    **TWO_KIND_DRAWS,
 )
 # memory binds: the hap floor of some state is above its time-only floor
 @example(layers=4, hidden=4096, batch=16, cluster="dgx-a100-80g:1x4+dgx-v100-16g:1x4", mem=0.3,
