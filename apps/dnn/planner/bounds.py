@@ -102,6 +102,8 @@ class Bounds:
             return pipe_bound(floors, S[0], X[0], E, sh.div, sh.c1)
         A, Xs = [], []
         for c, (total, x_lb) in enumerate(floors):
+            if pair and lo == 0 and sh.p > 1:  # the hap floor of the whole shape, when it is reached
+                x_lb = self._hap_root(sid, c, x_lb)
             if x_lb == math.inf:
                 return math.inf  # no cut of the blocks left fits this class's memory
             xc = X[c] if X[c] > x_lb else x_lb
@@ -135,7 +137,7 @@ class Bounds:
             tab = self.part_table(sid, i)
             total = tab.time["none"][self.n] - tab.time["none"][lo] if q else 0.0
             x_lb = max(total / q, tab.sorted_time[-(-R // q)]) if q else 0.0
-            if q and sh.p > 1:
+            if q and lo and sh.p > 1:  # at lo 0: _bound_state, once the shape is reached
                 x_lb = self._hap_suffix(sid, i, lo, q, x_lb)
             out.append((total, x_lb))
         return tuple(out)
@@ -166,6 +168,15 @@ class Bounds:
                 floors = self._with_crossings(sid, floors, crossings)
             hit = floors, largest
         self._time_floors_cache[key] = hit
+        return hit
+
+    def _hap_root(self, sid: int, i: int, low: float) -> float:
+        """``_hap_suffix`` of all of hap shape ``sid``'s stages on class ``i``, cached. Like the
+        two-part floor, it is left out of the root bounds that order the shapes and computed when
+        the search first bounds one of the shape's states: many hap shapes are pruned first."""
+        hit = self._hap_roots.get((sid, i))
+        if hit is None:
+            hit = self._hap_roots[sid, i] = self._hap_suffix(sid, i, 0, self.shapes[sid].p, low)
         return hit
 
     def _hap_suffix(self, sid: int, i: int, lo: int, q: int, low: float) -> float:

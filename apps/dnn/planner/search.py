@@ -74,7 +74,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "_stage_floor_cores", "_wan_cache", "_kind_cache", "_table_keys", "_twins_cache", "_ratio_cache",
         "_ranking",
         "_leave_cache", "_blocks_cache", "_packing_cache", "_mixed_floors_cache", "_pair_floors",
-        "_pair_cores", "_hap_cores", "_time_floors_cache", "_modes_cache",
+        "_pair_cores", "_hap_cores", "_hap_roots", "_time_floors_cache", "_modes_cache",
     })
 
     def __deepcopy__(self, memo: dict) -> PlanSearch:
@@ -138,6 +138,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._pair_cores: dict = {}  # shape -> its compiled PairFloor, for the stages a node has left
         self._time_floors_cache: dict = {}  # (shape, blocks used, stages left) -> bounds._pipe_time_floors
         self._modes_cache: dict = {}  # what they read -> a stage floor's modes (bounds._floor_modes)
+        self._hap_roots: dict = {}  # (hap shape, class) -> its floor from the first block (bounds._hap_root)
         self._hap_cores: dict = {}  # (hap shape, class) -> its compiled StageFloor (bounds._hap_suffix)
         self._model_params = (model.params, sum(blk.expert_params for blk in model.blocks))
         if not rank:  # only for replaying known plans (sensitivity sweeps)
