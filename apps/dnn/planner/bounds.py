@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from dataclasses import replace
+from typing import Callable
 
 import numpy as np
 
@@ -188,13 +189,8 @@ class Bounds:
         cut and common options are relaxed."""
         floor = self._hap_cores.get((sid, i))
         if floor is None:
-            tab, usable, zc, _, _, _, infl, _ = self._class_consts(sid, i, None)
-            arrays = tab.arrays()
-            floor = StageFloor(self._hap_modes(sid, tab, zc, i), arrays["params"], arrays["expert"], tab.t,
-                               usable, infl[:self.shapes[sid].p])
-            self._hap_cores[sid, i] = floor
-        first = self.shapes[sid].p - q
-        return low if floor.cuts(low, lo, first) else floor.least(low, math.inf, FLOOR_STEPS, lo, first)
+            floor = self._hap_cores[sid, i] = self._part_floor(sid, i, self._hap_modes)
+        return _least_cap(floor, low, lo, self.shapes[sid].p - q)
 
     def _hap_modes(self, sid: int, tab: StageTables, zc: dict, part: int) -> list[Mode]:
         """Hap shape ``sid``'s (recompute, ZeRO) options on class ``part`` as the stage floor sees
@@ -503,12 +499,7 @@ class Bounds:
         sh = self.shapes[sid]
         if sh.c1 < 1 or sh.uneven or self.widenable(sid):
             return -math.inf
-        floors = []
-        for part in (0, 1):
-            tab, usable, zc, _, _, _, infl, _ = self._class_consts(sid, part, None)
-            arrays = tab.arrays()
-            modes = self._floor_modes(sid, tab, zc, part)
-            floors.append(StageFloor(modes, arrays["params"], arrays["expert"], tab.t, usable, infl[:sh.p]))
+        floors = [self._part_floor(sid, part, self._floor_modes) for part in (0, 1)]
         pair = self._pair_cores[sid] = PairFloor(floors[0], floors[1], sh.parts[0][1], sh.parts[1][1])
         low = sh.c1 * self._time_floors(sid, 0, sh.p, [(0, sh.parts[0][1]), (1, sh.parts[1][1])])[1]
         return low if pair.cuts(low) else pair.least(low, math.inf, FLOOR_STEPS)
@@ -530,14 +521,16 @@ class Bounds:
         given ``low``, a value known to be at most it."""
         floor = self._stage_floor_cores.get(sid)
         if floor is None:
-            p = self.shapes[sid].parts[0][1]
-            tab, usable, zc, _, _, _, infl, _ = self._class_consts(sid, 0, None)
-            arrays = tab.arrays()
-            floor = StageFloor(self._floor_modes(sid, tab, zc), arrays["params"], arrays["expert"], tab.t,
-                               usable, infl[:p])
-            self._stage_floor_cores[sid] = floor
-        first = self.shapes[sid].p - q
-        return low if floor.cuts(low, lo, first) else floor.least(low, math.inf, FLOOR_STEPS, lo, first)
+            floor = self._stage_floor_cores[sid] = self._part_floor(sid, 0, self._floor_modes)
+        return _least_cap(floor, low, lo, self.shapes[sid].p - q)
+
+    def _part_floor(self, sid: int, part: int, modes_of: Callable) -> StageFloor:
+        """The compiled cut of part ``part`` of shape ``sid`` over all the shape's p stages, each at its
+        in-flight count, under the modes ``modes_of(sid, tables, ZeRO constants, part)`` gives."""
+        tab, usable, zc, _, _, _, infl, _ = self._class_consts(sid, part, None)
+        arrays = tab.arrays()
+        return StageFloor(modes_of(sid, tab, zc, part), arrays["params"], arrays["expert"], tab.t, usable,
+                          infl[:self.shapes[sid].p])
 
     def _floor_modes(self, sid: int, tab: StageTables, zc: dict, part: int = 0) -> list[Mode]:
         """``_new_floor_modes``, cached by what they read: shapes that differ only in a schedule of
@@ -666,6 +659,12 @@ class Bounds:
             experts = arrays["expert"] / tab.t
             out = out + zero3_collectives(experts, blocks, tab.expert_replicas, tab.expert_ring, wb)
         return out
+
+
+def _least_cap(floor: StageFloor, low: float, lo: int, first: int) -> float:
+    """The least cap at which ``floor`` cuts blocks [lo, n) into stages first .. p - 1, given ``low``,
+    a value known to be at most it (to ``FLOOR_STEPS`` bisections)."""
+    return low if floor.cuts(low, lo, first) else floor.least(low, math.inf, FLOOR_STEPS, lo, first)
 
 
 def pipe_bound(floors: tuple, s: float, x: float, e: float, div: int, c1: float) -> float:
