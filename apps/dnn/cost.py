@@ -287,6 +287,17 @@ def p2p_sends(schedule: str, v: int, k: int) -> float:
     return {"1f1b": 2.0, "interleaved": 2.0 * v, "kfkb": 2.0 / k, "gpipe": 0.0, "terapipe": 0.0}[schedule]
 
 
+def steady_seconds(tau: float, p2p: float, latency: float, e: float) -> float:
+    """A stage's time per micro-batch in the pipeline's steady state: its compute ``tau`` plus the
+    ``e`` sends its schedule exposes, and never less than its input link is busy. That link carries
+    each micro-batch's activation forward and its gradient back, two sends without their latency
+    (which does not occupy it), whatever the schedule overlaps: on a slow wide-area link a GPipe,
+    TeraPipe or kFkB pipeline runs at the link's pace, not its compute's."""
+    exposed = tau + e * p2p
+    busy = 2.0 * (p2p - latency)
+    return exposed if exposed >= busy else busy
+
+
 def inflight(schedule: str, j: int, p: int, m: int, v: int = 1, k: int = 1) -> float:
     """Micro-batches whose activations stage ``j`` (0-based) holds at its peak (Korthikanti §4.3)."""
     if schedule in ("gpipe", "terapipe"):
@@ -562,13 +573,18 @@ class StageCost:
     """One stage of a plan: its time per micro-batch, its exposed DP and optimizer time, its memory."""
 
     tau: float  # compute + TP communication per micro-batch (fwd + bwd + recompute)
-    p2p: float  # one boundary send to the next stage
+    p2p: float  # one boundary send into this stage, latency included
     exposed: float  # DP communication not hidden behind the last backward + optimizer step
     memory: float  # peak bytes per device
     flops: float  # executed FLOPs per micro-batch on one replica of this stage (all t ranks)
     recomputed: int = 0  # layers recomputed in full under per-layer recomputation ("block")
     sharded: int = 0  # layers under ZeRO-3 under per-layer ZeRO (ZERO_LAYERS)
     widened: int = 0  # layers at twice the TP degree under per-layer TP (TP_LAYERS)
+    p2p_latency: float = 0.0  # the latency part of ``p2p``
+
+    def steady(self, e: float) -> float:
+        """Its steady-state time per micro-batch where the schedule exposes ``e`` sends."""
+        return steady_seconds(self.tau, self.p2p, self.p2p_latency, e)
 
 
 def stage_cost(
@@ -592,7 +608,7 @@ def stage_cost(
     """The cost of blocks [lo, hi) as stage ``j`` of ``p`` (see docs/dnn.md for every term); ``wide``
     is per-layer TP's second layout, (tables, data-parallel ring), for option codes ``TP_LAYERS + b``."""
     t, d, b = tab.t, tab.d, tab.b
-    p2p = 0.0
+    p2p = lat = 0.0
     if p2p_link is not None:
         bw, lat = p2p_link
         p2p = lat + 2.0 * b * train.seq / tab.c * tab.boundaries[lo - 1] / t / bw  # its input
@@ -602,7 +618,7 @@ def stage_cost(
         q, tau, memory, exposed = widened_stage(tab, wide[0], lo, hi, rc, zero_base(zero), in_flight, m,
                                                 train, dp_link, wide[1])
         flops = tab.flops[rc][hi] - tab.flops[rc][lo]
-        return StageCost(tau, p2p, exposed, memory, flops, widened=q)
+        return StageCost(tau, p2p, exposed, memory, flops, widened=q, p2p_latency=lat)
     params = tab.params[hi] - tab.params[lo]
     if tab.tied and lo == 0 and hi == last_block + 1:
         params -= tab.head_params  # embedding and tied head on one stage: one copy
@@ -684,7 +700,7 @@ def stage_cost(
         touched = (rest_dense / (d if base >= 1 else 1) + rest_experts / (r if base >= 1 else 1)
                    + sharded_dense / d + sharded_experts / r)
     exposed += 2 * touched * train.state_bytes / tab.group.hbm_bandwidth
-    return StageCost(tau, p2p, exposed, memory, flops, layers, sharded)
+    return StageCost(tau, p2p, exposed, memory, flops, layers, sharded, p2p_latency=lat)
 
 
 def widened_stage(tab: StageTables, wide: StageTables, lo: int, hi: int, rc: str, base: int,

@@ -367,25 +367,29 @@ class Bounds:
 
     def _with_crossings(self, sid: int, floors: tuple, crossings: int) -> tuple:
         """Pipe ``floors`` with ``crossings`` more site boundaries: each puts a stage's input on a
-        wide-area link, two of the least sends in the sum and e of them in that stage's steady term."""
-        sh, send = self.shapes[sid], self._wan_floor(sid)
-        largest = max(floors[1], p2p_sends(sh.schedule, sh.v, sh.k) * send)
+        wide-area link, two of the least sends in the sum, and in that stage's steady term e of them
+        or the link's busy time for two, whichever is more (``cost.steady_seconds``)."""
+        sh, (send, busy) = self.shapes[sid], self._wan_floor(sid)
+        exposed = p2p_sends(sh.schedule, sh.v, sh.k) * send
+        largest = max(floors[1], exposed, 2 * busy)
         return floors[0] + 2 * crossings * send, largest, floors[2]
 
-    def _wan_floor(self, sid: int) -> float:
+    def _wan_floor(self, sid: int) -> tuple[float, float]:
         """The least time one stage-to-stage send of shape ``sid`` takes over a wide-area link (the
-        narrowest boundary, the best compression), for the bound; cached."""
+        narrowest boundary, the best compression), and the least of it without its latency, for
+        the bound; cached."""
         hit = self._wan_cache.get(sid)
         if hit is None:
             sh, groups = self.shapes[sid], self.cluster.groups
             narrowest = min(self.part_table(sid, 0).boundaries)
-            hit = math.inf
+            send = busy = math.inf
             for a, part_a in enumerate(sh.parts):
                 for b, part_b in enumerate(sh.parts):
                     if groups[part_a[0]].site != groups[part_b[0]].site:
                         lat, per_element = self._class_consts(sid, b, a)[7]
-                        hit = min(hit, lat + per_element * narrowest)
-            self._wan_cache[sid] = hit
+                        send = min(send, lat + per_element * narrowest)
+                        busy = min(busy, per_element * narrowest)
+            hit = self._wan_cache[sid] = (send, busy)
         return hit
 
     def _jensen_terms(self, sid: int, i: int) -> tuple:

@@ -569,7 +569,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
             if cost.memory > tr.usable(self.cluster.groups[sh.parts[part][0]]):
                 return None
             newS[c] += cost.tau + 2 * cost.p2p
-            newX[c] = max(newX[c], cost.tau + e * cost.p2p)
+            newX[c] = max(newX[c], cost.steady(e))
             newE = max(newE, cost.exposed)
         newcounts = list(counts)
         newcounts[chosen if sh.mode == "pipe" else 0] -= 1

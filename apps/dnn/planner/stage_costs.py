@@ -25,6 +25,7 @@ from yewpy.apps.dnn.cost import (
     per_layer_tp,
     per_layer_zero,
     state_bytes_per_param,
+    steady_seconds,
     wan_seconds_per_byte,
     widened_stage,
     zero3_collectives,
@@ -227,9 +228,10 @@ class StageCosts:
                        ends: str | None = None) -> tuple:
         """The memory-feasible (recompute, ZeRO) options of blocks [lo, hi) as stage ``j``, less those
         no better in every stage term than another: pipe (a, b, c, rc, z) with a = tau + 2 p2p (the
-        fill term), b = tau + e p2p (the steady term), c = exposed DP + optimizer; hap the same with
-        a and b per class (``ends``: see ``pareto_options``). Cached: the options depend only on the
-        key, not on the path."""
+        fill term), b = tau + e p2p or the input link's busy time if more (the steady term,
+        ``steady_seconds``), c = exposed DP + optimizer; hap the same with a and b per class
+        (``ends``: see ``pareto_options``). Cached: the options depend only on the key, not on the
+        path."""
         key = (sid, part, lo, hi, j, prev, ends)
         hit = self.opts.get(key)
         if hit is not None:
@@ -266,7 +268,8 @@ class StageCosts:
             one = collectives = 0.0
             if dp_one is not None:
                 one, collectives = dp_one(dense, experts), zero3(dense, experts, hi - lo)
-            p2p = 0.0 if p2p_c is None else p2p_c[0] + p2p_c[1] * tab.boundaries[lo - 1]  # its input
+            lat = 0.0 if p2p_c is None else p2p_c[0]
+            p2p = 0.0 if p2p_c is None else lat + p2p_c[1] * tab.boundaries[lo - 1]  # its input
             fj = infl[j]
             terms = []
             for rc, z in allowed:
@@ -279,7 +282,7 @@ class StageCosts:
                         terms.append(None)
                         continue
                     layered[rc, z] = layered.get((rc, z), 0) + q
-                    terms.append((tau + 2 * p2p, tau + e * p2p, exposed))
+                    terms.append((tau + 2 * p2p, steady_seconds(tau, p2p, lat, e), exposed))
                     continue
                 base = zero_base(z)
                 state, gbuf, touched_f, m_dp, state_e, touched_e = zc[base]
@@ -344,7 +347,7 @@ class StageCosts:
                     else:
                         dp = one / 2 * m_dp + one / 2 if z == 2 else one
                         exposed += max(0.0, dp - tau * 2 / 3)
-                terms.append((tau + 2 * p2p, tau + e * p2p, exposed))
+                terms.append((tau + 2 * p2p, steady_seconds(tau, p2p, lat, e), exposed))
             per_class.append(terms)
         out = []
         for i, (rc, z) in enumerate(allowed):
