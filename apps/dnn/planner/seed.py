@@ -42,7 +42,7 @@ class Seeding:
 
     def _cut_leaf(self, sid: int, rounds: int = 6) -> float:
         """The time of a leaf of a one-group pipe shape whose stages are cut as long as a cap on each
-        stage's steady term plus exposed time, c1 (tau + e p2p) + exposed, allows (each stage taking
+        stage's steady term plus exposed time, c1 x steady + exposed, allows (each stage taking
         its memory-feasible option of least fill time under the cap), the cap bisected ``rounds``
         times: Eq. 1 is dominated by its largest stage, and memory makes the early stages (more
         micro-batches in flight) shorter, which the tree's balanced first child is not (inf where
