@@ -562,7 +562,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                     sh.k,
                     tr,
                     self.dp_link(sid, part),
-                    self._p2p_link(sid, before, part),
+                    self.sent_link(sid, before, part),
                     self.n - 1,
                     self.widened(sid, part) if per_layer_tp(z) else None,
                 )

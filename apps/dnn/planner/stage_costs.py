@@ -184,6 +184,15 @@ class StageCosts:
         per_byte = max((wide - near) / wide / nic, near / wide / gr.intra_bandwidth)
         return eff * slower / per_byte, gr.inter_latency if near < wide else gr.intra_latency
 
+    def sent_link(self, sid: int, prev: int | None, i: int) -> tuple | None:
+        """``_p2p_link`` as the stage's sends see it: on a wide-area link at the best ratio of
+        ``--wan-compression``, its bandwidth is the compressed sends' bytes per second."""
+        link = self._p2p_link(sid, prev, i)
+        send = self._wan_send(sid, prev, i)
+        if send is not None and send[1] > 1:
+            return 1.0 / send[0], link[1]
+        return link
+
     def wan_ratio(self, sid: int, prev: int | None, i: int) -> float:
         """The top-k ratio on the link into a stage on part ``i`` after one on ``prev`` (1: none)."""
         send = self._wan_send(sid, prev, i)
@@ -409,15 +418,11 @@ class StageCosts:
 
         infl = [inflight(sh.schedule, j, sh.p, m_mem, sh.v, sh.k) for j in range(sh.p)]
         p2p_c = None
-        link2 = self._p2p_link(sid, before, part)
+        link2 = self.sent_link(sid, before, part)
         if link2 is not None:
             bw, lat = link2
             volume = 2.0 * tab.b * tr.seq / sh.c / t  # bytes per element of the boundary width
-            send = self._wan_send(sid, before, part)
-            if send is not None and send[1] > 1:  # compressed: its own seconds per byte
-                p2p_c = (lat, volume * send[0])
-            else:
-                p2p_c = (lat, volume / bw)
+            p2p_c = (lat, volume / bw)
         usable = tr.usable(self.cluster.groups[self.part_group(sid, part)])
         out = (tab, usable, zc, e, dp_one, zero3, infl, p2p_c)
         self._consts[key] = out
