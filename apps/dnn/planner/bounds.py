@@ -35,6 +35,9 @@ SAFETY = 1.0 - 1e-9  # bounds are shrunk by this factor against rounding
 FLOOR_STEPS = 10  # bisection steps of the stage floor: within 0.05% of its bracket's low end
 PACKING_STEPS = 8  # bisection steps of the packing floor, within its largest block
 PER_LAYER_BUCKETS = 4  # stage-floor modes per per-layer ZeRO option: sharded shares in quarters
+#: schedules whose every stage holds all m micro-batches' activations: their mixed-kind floors count
+#: memory (``Bounds._blocks_key``)
+ALL_IN_FLIGHT = ("gpipe", "terapipe")
 
 
 class Bounds:
@@ -359,17 +362,18 @@ class Bounds:
         return hit
 
     def _blocks_key(self, sid: int, i: int) -> tuple:
-        """What ``_block_times`` of part ``i`` depends on: its tables, and the fewest micro-batches a
-        stage of the shape holds (the last stage's: ``inflight`` falls along the pipeline), or 0
-        where every block fits without recomputation even so, so that shapes of any schedule share
-        the floors built on those times. Also 0 in the root bounds that order the shapes: memory
-        counts once the search reaches a shape (as the two-part floor does), since every schedule's
-        shapes would build their own floors. Cached."""
+        """What ``_block_times`` of part ``i`` depends on: its tables, and the micro-batches every
+        stage of the shape holds where that is all of them (``ALL_IN_FLIGHT``), or 0: under the
+        other schedules the last stage holds one or a few, which caps next to nothing, and where
+        all the blocks fit in one stage without recomputation even so. Shapes with 0 share the
+        floors built on those times, whatever their schedule. Also 0 in the root bounds that order
+        the shapes: memory counts once the search reaches a shape (as the two-part floor does),
+        since every schedule's shapes would build their own floors. Cached."""
         try:
             return self._blocks_keys[sid, i]
         except KeyError:
             sh, fewest = self.shapes[sid], 0
-            if self._memory_blocks and not self._per_layer_tp(sid):
+            if self._memory_blocks and sh.schedule in ALL_IN_FLIGHT and not self._per_layer_tp(sid):
                 fewest = inflight(sh.schedule, sh.p - 1, sh.p, sh.m, sh.v, sh.k)
                 if fewest <= self._none_fits(sid, i):
                     fewest = 0
@@ -423,19 +427,16 @@ class Bounds:
         return hit
 
     def _none_fits(self, sid: int, i: int) -> float:
-        """The most micro-batches in flight at which every block alone fits on part ``i`` without
-        recomputation; cached per table."""
+        """The most micro-batches in flight at which one stage of every block fits on part ``i``
+        without recomputation (its least state over the ZeRO stages): memory caps no stage there.
+        Cached per table."""
         key = self.table_key(sid, i)
         hit = self._none_fits_cache.get(key)
         if hit is None:
             tab = self.part_table(sid, i)
-            act = np.diff(tab.arrays()["act_none"])
-            room = self.train.usable(tab.group) - self._least_block_state(sid, i)
-            if (room < 0).any():
-                hit = -math.inf
-            else:
-                with np.errstate(divide="ignore"):
-                    hit = float(np.min(np.where(act > 0, room / np.where(act > 0, act, 1.0), math.inf)))
+            act = tab.act["none"][self.n]
+            room = self.train.usable(tab.group) - float(self._least_block_state(sid, i, gather=False).sum())
+            hit = -math.inf if room < 0 else math.inf if act <= 0 else room / act
             self._none_fits_cache[key] = hit
         return hit
 
