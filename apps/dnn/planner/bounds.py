@@ -303,7 +303,10 @@ class Bounds:
             if kept < 2:
                 continue
             low = best
-            high = low + max(largest for (_, largest, _), _ in parts)
+            high = min(min(lanes[0][0][-1] for (_, _, lanes), _ in parts),
+                       low + max(largest for (_, largest, _), _ in parts))
+            if high <= low:
+                continue
             for _ in range(PACKING_STEPS):
                 mid = (low + high) / 2
                 held = 0
@@ -453,9 +456,9 @@ class Bounds:
 
     def _time_ratios(self, sid: int, i: int) -> list[float]:
         """For each lo: the least ratio, over blocks from lo on, of a block's time on part ``i`` to its
-        time on part 0 (no recomputation: every option takes at least that), inf past the last
+        time on part 0 (``_block_times``: every option takes at least that), inf past the last
         block; so part i's time of any blocks from lo on is at least that ratio times part 0's.
-        Cached per the two parts' tables."""
+        Cached per the two parts' ``_blocks_key``."""
         key = (self._blocks_key(sid, i), self._blocks_key(sid, 0))
         hit = self._ratio_cache.get(key)
         if hit is None:

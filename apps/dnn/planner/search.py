@@ -131,7 +131,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._memory_blocks = False  # whether _blocks_key counts memory: not in the root bounds
         self._block_state_cache: dict = {}  # a table -> each block's least state (bounds._least_block_state)
         self._none_fits_cache: dict = {}  # a table -> most in flight, no recomputation (bounds._none_fits)
-        self._packing_cache: dict = {}  # (table, part 0's table if trimmed, lo) -> bounds._packing_prefix
+        self._packing_cache: dict = {}  # (blocks key, part 0's if trimmed, lo, modes) -> _packing_lanes
         self._mixed_floors_cache: dict = {}  # (part 0's table, live tables and stages, lo) -> _mixed_floors
         self._sites = len({g.site for g in cluster.groups})
         self._table_keys: dict = {}  # (shape, part) -> what its tables depend on (table_key)
