@@ -4,7 +4,6 @@ different GPU kinds: ``PairFloor``), and tight where memory binds."""
 
 from __future__ import annotations
 
-import bisect
 import functools
 import itertools
 import math
@@ -296,49 +295,3 @@ def test_floor_is_tight_where_memory_binds():
     time_only = pipe_bound(floors, 0.0, 0.0, 0.0, shape.div, shape.c1)
     assert time_only < 0.85 * second
     assert 0.99 * second < start_bound(search, sid) <= second
-
-
-@settings(max_examples=10, deadline=None)
-@given(
-    layers=st.integers(3, 6),
-    hidden=st.sampled_from([2048, 4096, 8192]),
-    cluster=st.sampled_from(["dgx-a100-80g:1x4+dgx-v100-16g:1x4",
-                             "dgx-a100-80g:1x2+dgx-v100-16g:1x2+dgx-h100-80g:1x2"]),
-    per_layer_zero=st.booleans(),
-    **TWO_KIND_DRAWS,
-)
-# memory binds: GPipe's micro-batches in flight push some blocks to recomputation
-@example(layers=4, hidden=8192, batch=64, cluster="dgx-a100-80g:1x4+dgx-v100-16g:1x4", mem=0.3,
-         recompute=("none", "selective", "full"), zero=(0, 1, 2, 3), per_layer_zero=False)
-def test_each_blocks_memory_floor_is_below_every_stage_that_holds_it(layers, hidden, batch, cluster, mem,
-                                                                    recompute, zero, per_layer_zero):
-    """The mixed-kind floors sum each block's least time that fits memory (``bounds._block_times``)
-    and pack blocks into stages under each recomputation mode's memory (``_packing_lanes``): every
-    memory-feasible option of every stage, at every place in the pipeline, on every part of a shape
-    of two or three GPU kinds, takes at least the sum over its blocks, and some lane holds as many
-    blocks within its time."""
-    model = transformer("small", layers=layers, hidden=hidden, heads=16, vocab=32000, seq=1024)
-    train = Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4),
-                     recompute=recompute, zero=zero, schedules=("1f1b", "kfkb", "gpipe"),
-                     zero_layers=per_layer_zero)
-    search = PlanSearch(model, load_cluster(cluster), train, top=3)
-    checked = capped = 0
-    for sid, sh in enumerate(search.shapes):
-        if sh.mode != "pipe" or len(sh.parts) < 2:
-            continue
-        for i in range(len(sh.parts)):
-            floors = search._block_times(sid, i)
-            _, _, lanes = search._packing_lanes(sid, i, 0, False)
-            capped += any(most < search.n for _, most in lanes)
-            for lo, hi in itertools.combinations(range(search.n + 1), 2):
-                least = floors[lo:hi].sum()
-                for j in range(sh.p):
-                    for a, *_ in search._stage_options(sid, i, lo, hi, j, None):
-                        assert a >= least * (1 - 1e-12), (sh, i, lo, hi, j)  # a: its time, no sends
-                        held = max(min(bisect.bisect_right(prefix, a * (1 + 1e-12)), most)
-                                   for prefix, most in lanes)
-                        assert held >= hi - lo, (sh, i, lo, hi, j, lanes)
-                        checked += 1
-    assert checked > 100
-    if (layers, hidden, batch, mem) == (4, 8192, 64, 0.3):  # the example: memory caps some lane
-        assert capped

@@ -21,7 +21,6 @@ from yewpy.apps.dnn.cost import (
     allreduce,
     flat_ring,
     hierarchical_allreduce,
-    inflight,
     p2p_sends,
     per_layer_tp,
     per_layer_zero,
@@ -35,9 +34,6 @@ SAFETY = 1.0 - 1e-9  # bounds are shrunk by this factor against rounding
 FLOOR_STEPS = 10  # bisection steps of the stage floor: within 0.05% of its bracket's low end
 PACKING_STEPS = 8  # bisection steps of the packing floor, within its largest block
 PER_LAYER_BUCKETS = 4  # stage-floor modes per per-layer ZeRO option: sharded shares in quarters
-#: schedules whose every stage holds all m micro-batches' activations: their mixed-kind floors count
-#: memory (``Bounds._blocks_key``)
-ALL_IN_FLIGHT = ("gpipe", "terapipe")
 
 
 class Bounds:
@@ -230,9 +226,7 @@ class Bounds:
         sh, R = self.shapes[sid], self.n - lo
         if len(live) > 1 and len({self._gpu_kind(sid, i) for i, _ in live}) > 1:
             # keyed by the parts' tables, not the shape: shapes that differ only in schedule share it
-            parts = tuple((self._blocks_key(sid, i), c) for i, c in live)
-            memory = any(blocks[1] for blocks, _ in parts)  # the packing lanes' modes matter
-            key = (self._blocks_key(sid, 0), parts, lo, self._recompute_set(sid) if memory else None)
+            key = (self.table_key(sid, 0), tuple((self.table_key(sid, i), c) for i, c in live), lo)
             hit = self._mixed_floors_cache.get(key)
             if hit is None:
                 hit = self._mixed_floors_cache[key] = self._mixed_floors(sid, lo, live)
@@ -271,8 +265,7 @@ class Bounds:
     def _mixed_floors(self, sid: int, lo: int, live: list) -> tuple:
         """``_time_floors`` where the ``live`` (part, stages) parts are of different kinds: by FLOPs
         over the fastest and over all stages' rates, each part's FLOPs those of its own share of a
-        micro-batch, then by time ratios and by packing, both of each block's least time that fits
-        memory (``_block_times``)."""
+        micro-batch, then by time ratios and by packing."""
         tabs = [(self.part_table(sid, i), c) for i, c in live]
         speeds = [(tab.rate / (tab.work[self.n] - tab.work[lo]), c) for tab, c in tabs]  # [lo, n) per s
         fastest, together = max(u for u, _ in speeds), sum(u * c for u, c in speeds)
@@ -280,7 +273,8 @@ class Bounds:
         # The same by time: part i takes at least ratio_i times part 0's time for any blocks
         # from lo on (``_time_ratios``), which counts what FLOPs at peak leave out (efficiency,
         # pass overheads, TP communication); the larger of the two floors holds.
-        work = float(self._block_times(sid, 0)[lo:].sum())
+        ref = self.part_table(sid, 0).time["none"]
+        work = ref[self.n] - ref[lo]
         ratios = [(self._time_ratios(sid, i)[lo], c) for i, c in live]
         if work > 0 and all(0 < r < math.inf for r, _ in ratios):
             total = max(total, work * min(r for r, _ in ratios))
@@ -290,176 +284,58 @@ class Bounds:
     def _packing_floor(self, sid: int, lo: int, live: list, start: float) -> float:
         """``start``, a floor on the largest steady term of the stages left on the ``live`` (part,
         stages) parts, raised where blocks are whole (a slow GPU's stage holds one block or more,
-        not a fraction) and where memory caps a stage's blocks: to T such that those stages could
-        not hold blocks [lo, n) if each held the most blocks it can within T and its memory under
-        some recomputation mode (``_packing_lanes``). Bisected ``PACKING_STEPS`` times from below
-        between ``start`` and ``start`` plus the largest block. Taken with every block, and without
-        those under half the median time (an embedding would let every stage hold one more block):
-        fewer blocks never need a larger T."""
+        not a fraction): to T such that those stages could not hold blocks [lo, n) if each held
+        the most blocks it can within T, its cheapest ones on its own part. Bisected
+        ``PACKING_STEPS`` times from below between ``start`` and ``start`` plus the largest block.
+        Taken with every block, and without those under half the median time (an embedding would
+        let every stage hold one more block): fewer blocks never need a larger T."""
         best = start
         for trimmed in (False, True):
-            parts = [(self._packing_lanes(sid, i, lo, trimmed), c) for i, c in live]
-            kept = parts[0][0][0]
+            sums = [(self._packing_prefix(sid, i, lo, trimmed), c) for i, c in live]
+            kept = len(sums[0][0])
             if kept < 2:
                 continue
             low = best
-            high = min(min(lanes[0][0][-1] for (_, _, lanes), _ in parts),
-                       low + max(largest for (_, largest, _), _ in parts))
+            high = min(min(p[-1] for p, _ in sums), low + max(p[-1] - p[-2] for p, _ in sums))
             if high <= low:
                 continue
             for _ in range(PACKING_STEPS):
                 mid = (low + high) / 2
-                held = 0
-                for (_, _, lanes), c in parts:
-                    if len(lanes) == 1 and lanes[0][1] >= kept:  # memory caps nothing
-                        held += c * bisect_right(lanes[0][0], mid)
-                    else:
-                        held += c * max(min(bisect_right(prefix, mid), most) for prefix, most in lanes)
-                if held >= kept:
+                if sum(c * bisect_right(prefix, mid) for prefix, c in sums) >= kept:
                     high = mid
                 else:
                     low = mid
             best = low
         return best
 
-    def _packing_lanes(self, sid: int, i: int, lo: int, trimmed: bool) -> tuple:
-        """For ``_packing_floor``: how many blocks of [lo, n) it packs, the largest block time, and
-        per recomputation mode a stage on part ``i`` may take, a lane: the running sums of the
-        blocks' times under it, cheapest first, and the most of them its memory holds at the fewest
-        micro-batches in flight (``_blocks_key``; their least state over the ZeRO stages, without
-        ZeRO-3's one gather buffer). Where memory never binds (``_blocks_key``'s 0), one lane of
-        the times without recomputation and no cap. Per-layer recomputation mixes modes block by
-        block: its lane takes the times without recomputation and each block's smaller
-        activations. ``trimmed``: without the blocks under half the median time on part 0 (so
+    def _packing_prefix(self, sid: int, i: int, lo: int, trimmed: bool) -> list:
+        """For ``_packing_floor``: part ``i``'s running sums of the times of blocks [lo, n),
+        cheapest first; ``trimmed``: without the blocks under half the median time on part 0 (so
         every part leaves out the same blocks). Cached."""
-        fewest = self._blocks_key(sid, i)[1]
-        modes = self._recompute_set(sid) if fewest else None
-        key = (self._blocks_key(sid, i), self._blocks_key(sid, 0) if trimmed else None, lo, modes)
+        key = (self.table_key(sid, i), self.table_key(sid, 0) if trimmed else None, lo)
         hit = self._packing_cache.get(key)
-        if hit is not None:
-            return hit
-        keep = slice(None)
-        if trimmed:
-            ref = self._block_times(sid, 0)[lo:]
-            keep = ref >= np.median(ref) / 2
-        if not fewest:
-            times = np.sort(self._block_times(sid, i)[lo:][keep])
-            sorted_times = [times]
-            lanes = [(np.cumsum(times).tolist(), len(times))]
-        else:
-            tab = self.part_table(sid, i)
-            arrays, room = tab.arrays(), self.train.usable(tab.group)
-            state = self._least_block_state(sid, i, gather=False)[lo:][keep]
-            acts = {rc: np.diff(arrays["act_" + rc])[lo:][keep] for rc in ("none", "selective", "full")}
-            kinds = [(rc, acts[rc], tab.working_set if rc == "full" else 0.0) for rc in modes if rc in acts]
-            if "block" in modes:
-                kinds.append(("none", np.minimum(acts["none"], acts["full"]), 0.0))
-            sorted_times, lanes = [], []
-            for rc, act, working in kinds:
-                times = np.sort(np.diff(arrays["time_" + rc])[lo:][keep])
-                memory = np.cumsum(np.sort(state + act * fewest)) + working
-                sorted_times.append(times)
-                lanes.append((np.cumsum(times).tolist(), int(np.searchsorted(memory, room, "right"))))
-        largest = max((float(t[-1]) for t in sorted_times if len(t)), default=0.0)
-        hit = self._packing_cache[key] = (len(sorted_times[0]), largest, lanes)
+        if hit is None:
+            mine = self._block_times(sid, i)[lo:]
+            if trimmed:
+                ref = self._block_times(sid, 0)[lo:]
+                mine = mine[ref >= np.median(ref) / 2]
+            hit = self._packing_cache[key] = np.cumsum(np.sort(mine)).tolist()
         return hit
-
-    def _blocks_key(self, sid: int, i: int) -> tuple:
-        """What ``_block_times`` of part ``i`` depends on: its tables, and the micro-batches every
-        stage of the shape holds where that is all of them (``ALL_IN_FLIGHT``), or 0: under the
-        other schedules the last stage holds one or a few, which caps next to nothing, and where
-        all the blocks fit in one stage without recomputation even so. Shapes with 0 share the
-        floors built on those times, whatever their schedule. Also 0 in the root bounds that order
-        the shapes: memory counts once the search reaches a shape (as the two-part floor does),
-        since every schedule's shapes would build their own floors. Cached."""
-        try:
-            return self._blocks_keys[sid, i]
-        except KeyError:
-            sh, fewest = self.shapes[sid], 0
-            if self._memory_blocks and sh.schedule in ALL_IN_FLIGHT and not self._per_layer_tp(sid):
-                fewest = inflight(sh.schedule, sh.p - 1, sh.p, sh.m, sh.v, sh.k)
-                if fewest <= self._none_fits(sid, i):
-                    fewest = 0
-            hit = self._blocks_keys[sid, i] = (self.table_key(sid, i), fewest)
-            return hit
-
-    def _count_memory_in_block_floors(self) -> None:
-        """From now on ``_blocks_key`` counts memory (after the root bounds)."""
-        self._memory_blocks = True
-        self._blocks_keys = {}
 
     def _block_times(self, sid: int, i: int) -> np.ndarray:
-        """Each block's least time on part ``i`` of pipe shape ``sid``: without recomputation where
-        the block alone fits as a stage that way, else the least recomputation it fits with (the
-        fewest micro-batches in flight, the least state of any ZeRO stage). Any stage holding the
-        block takes an option that holds it alone, so its time is at least the sum of these.
-        Per-layer TP changes a layer's time and memory both: there, the times without
-        recomputation. Cached per ``_blocks_key``."""
-        key = self._blocks_key(sid, i)
+        """Each block's time on part ``i`` of shape ``sid`` without recomputation; cached."""
+        key = self.table_key(sid, i)
         hit = self._blocks_cache.get(key)
         if hit is None:
-            arrays = self.part_table(sid, i).arrays()
-            if key[1]:
-                state = self._least_block_state(sid, i)
-                hit = self._memory_block_times(self.part_table(sid, i), arrays, state, key[1])
-            else:
-                hit = np.diff(arrays["time_none"])
-            self._blocks_cache[key] = hit
+            hit = self._blocks_cache[key] = np.diff(self.part_table(sid, i).arrays()["time_none"])
         return hit
-
-    def _least_block_state(self, sid: int, i: int, gather: bool = True) -> np.ndarray:
-        """Each block's model-state bytes on part ``i``, at its least over the ZeRO stages: with
-        ZeRO-3's gather buffer (the block alone as a stage), or without it (``gather`` False: a
-        share of a stage of several blocks, which holds one buffer). Cached per table."""
-        key = (self.table_key(sid, i), gather)
-        hit = self._block_state_cache.get(key)
-        if hit is None:
-            tab, tr = self.part_table(sid, i), self.train
-            arrays = tab.arrays()
-            local, experts = np.diff(arrays["params"]) / tab.t, np.diff(arrays["expert"]) / tab.t
-            if tab.tied and self.n > 1:  # a stage of the first and last blocks holds one copy of the head
-                local[-1] = max(0.0, local[-1] - tab.head_params / tab.t)
-            hit = np.full(self.n, np.inf)
-            for z in (0, 1, 2, 3):
-                dense_b = state_bytes_per_param(z, tab.d, tr.weight_bytes, tr.grad_bytes, tr.optimizer_bytes)
-                expert_b = state_bytes_per_param(z, tab.expert_replicas, tr.weight_bytes, tr.grad_bytes,
-                                                 tr.optimizer_bytes)
-                buffer = tab.gather_buffer / tab.t * tr.weight_bytes if z == 3 and gather else 0.0
-                hit = np.minimum(hit, (local - experts) * dense_b + experts * expert_b + buffer)
-            self._block_state_cache[key] = hit
-        return hit
-
-    def _none_fits(self, sid: int, i: int) -> float:
-        """The most micro-batches in flight at which one stage of every block fits on part ``i``
-        without recomputation (its least state over the ZeRO stages): memory caps no stage there.
-        Cached per table."""
-        key = self.table_key(sid, i)
-        hit = self._none_fits_cache.get(key)
-        if hit is None:
-            tab = self.part_table(sid, i)
-            act = tab.act["none"][self.n]
-            room = self.train.usable(tab.group) - float(self._least_block_state(sid, i, gather=False).sum())
-            hit = -math.inf if room < 0 else math.inf if act <= 0 else room / act
-            self._none_fits_cache[key] = hit
-        return hit
-
-    def _memory_block_times(self, tab: StageTables, arrays: dict, state: np.ndarray,
-                            fewest: float) -> np.ndarray:
-        """``_block_times`` where some block needs recomputation at ``fewest`` micro-batches in flight."""
-        room = self.train.usable(tab.group)
-        out = np.diff(arrays["time_full"])  # where nothing fits: no stage holds the block (any floor)
-        for rc in ("full", "selective", "none"):  # each mode takes longer than the next
-            working = tab.working_set if rc == "full" else 0.0
-            memory = state + np.diff(arrays["act_" + rc]) * fewest + working
-            out = np.where(memory <= room, np.diff(arrays["time_" + rc]), out)
-        return out
 
     def _time_ratios(self, sid: int, i: int) -> list[float]:
         """For each lo: the least ratio, over blocks from lo on, of a block's time on part ``i`` to its
-        time on part 0 (``_block_times``: every option takes at least that), inf past the last
+        time on part 0 (no recomputation: every option takes at least that), inf past the last
         block; so part i's time of any blocks from lo on is at least that ratio times part 0's.
-        Cached per the two parts' ``_blocks_key``."""
-        key = (self._blocks_key(sid, i), self._blocks_key(sid, 0))
+        Cached per the two parts' tables."""
+        key = (self.table_key(sid, i), self.table_key(sid, 0))
         hit = self._ratio_cache.get(key)
         if hit is None:
             mine, ref = self._block_times(sid, i), self._block_times(sid, 0)
@@ -540,10 +416,6 @@ class Bounds:
         o = ZERO3_OVERLAP
         slope = min(0.6 * per_byte * self.train.grad_bytes, min(0.6 * c1, c1 - 2 / 3) * per_param3)
         return slope, max(0.6 * c1 * o + 0.4, (c1 - 2 / 3) * o + 2 / 3)
-
-    def _recompute_set(self, sid: int) -> tuple:
-        """The recomputation modes a stage of shape ``sid`` may take."""
-        return tuple(sorted({rc for rc, _ in self._allowed(sid)}))
 
     def _per_layer_zero(self, sid: int) -> bool:
         """Whether a stage of shape ``sid`` may shard only some layers with ZeRO-3 (``ZERO_LAYERS``)."""

@@ -73,8 +73,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
         "_stage_floor_cores", "_wan_cache", "_kind_cache", "_table_keys", "_twins_cache", "_ratio_cache",
         "_ranking",
-        "_leave_cache", "_blocks_cache", "_blocks_keys", "_block_state_cache", "_none_fits_cache",
-        "_packing_cache", "_mixed_floors_cache", "_pair_floors",
+        "_leave_cache", "_blocks_cache", "_packing_cache", "_mixed_floors_cache", "_pair_floors",
         "_pair_cores", "_hap_cores", "_hap_roots", "_time_floors_cache", "_modes_cache",
     })
 
@@ -126,12 +125,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._wan_cache: dict = {}  # shape -> the least wide-area send (bounds._wan_floor)
         self._leave_cache: dict = {}  # (shape, counts, last part) -> bounds._leaves_its_site
         # keyed by the parts' tables (table_key), so shapes that differ only in schedule share them:
-        self._blocks_cache: dict = {}  # (table, fewest in flight) -> its block times (bounds._block_times)
-        self._blocks_keys: dict = {}  # (shape, part) -> what its block times depend on (bounds._blocks_key)
-        self._memory_blocks = False  # whether _blocks_key counts memory: not in the root bounds
-        self._block_state_cache: dict = {}  # a table -> each block's least state (bounds._least_block_state)
-        self._none_fits_cache: dict = {}  # a table -> most in flight, no recomputation (bounds._none_fits)
-        self._packing_cache: dict = {}  # (blocks key, part 0's if trimmed, lo, modes) -> _packing_lanes
+        self._blocks_cache: dict = {}  # a table -> its block times (bounds._block_times)
+        self._packing_cache: dict = {}  # (table, part 0's table if trimmed, lo) -> bounds._packing_prefix
         self._mixed_floors_cache: dict = {}  # (part 0's table, live tables and stages, lo) -> _mixed_floors
         self._sites = len({g.site for g in cluster.groups})
         self._table_keys: dict = {}  # (shape, part) -> what its tables depend on (table_key)
@@ -151,13 +146,11 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self.floors = [self.memory_floor(i) for i in range(len(self.shapes))]
         self.stage_floors = [self.stage_floor(i) if need <= usable else math.inf for i, (need, usable) in
                              enumerate(self.floors)]
-        # without the two-part floors and the mixed kinds' memory (bounds._pair_floor, _blocks_key),
-        # computed only for the shapes the search reaches
+        # without the two-part floors, computed only for the shapes the search reaches (bounds._pair_floor)
         self.root_lb = [
             self._bound_state(i, 0, self.start_counts(i), *self.zero_state(i), pair=False) if need <= usable
             else math.inf for i, (need, usable) in enumerate(self.floors)
         ]
-        self._count_memory_in_block_floors()
         forms: dict = {}
         for i, sh in enumerate(self.shapes):
             forms.setdefault(sh.form(), {}).setdefault(sh.d, []).append(i)
