@@ -10,6 +10,7 @@ import math
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 from dnn_oracle import brute_force, small_model
 from hypothesis import given, settings
@@ -19,7 +20,7 @@ from support import same_optimum, yewpy_cmd
 from yewpy.apps.dnn.cluster import load_cluster
 from yewpy.apps.dnn.cost import Training
 from yewpy.apps.dnn.model_files import load_model
-from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch
+from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, bounds
 from yewpy.apps.dnn.planner.treecount import exhaustive_nodes
 from yewpy.apps.dnn_plan import plan
 
@@ -171,6 +172,37 @@ def test_launchers_refuse_uneven_replication_and_megatron_plans_without_it(tmp_p
     assert not narrowed.stage_replication
     uneven = {"mode": "pipe", "tp": 1, "dp": [3, 1], "pp": 2, "schedule": "1f1b", "stages": []}
     assert "data-parallel degree" in megatron_refusal(uneven, model, restricted)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    parts=st.lists(st.tuples(st.floats(0.5, 4.0), st.integers(1, 4)), min_size=2, max_size=3),
+    spare=st.floats(0.0, 1.0), bump=st.floats(0.0, 0.5),
+    c1=st.one_of(st.floats(0.0, 2.0), st.floats(0.0, 30.0), st.floats(0.0, 200.0)),
+    div=st.sampled_from([1, 2, 4]),
+)
+def test_the_fill_floor_is_the_least_over_every_split(parts, spare, bump, c1, div):
+    """``_filled_floor`` of ``_fill_curve`` (a mixed state's Jensen-slot term) against a grid over
+    every split of the work between the parts: part i holds W_i at time r_i W_i over c_i stages, so
+    its largest stage is at least r_i W_i / c_i. The grid's least must not be below the floor (it
+    would not be a floor) and may exceed it only by the grid's step."""
+    work = 1.0
+    total = work * min(r for r, _ in parts) * (1 + spare)
+    largest = work / sum(c / r for r, c in parts) * (1 + bump)
+    floor = bounds._filled_floor(bounds._fill_curve(work, parts), total, largest, c1, div)
+    steps = 240
+    grid = np.linspace(0.0, work, steps + 1)
+    splits = np.stack(np.meshgrid(*[grid] * (len(parts) - 1), indexing="ij"), -1).reshape(-1, len(parts) - 1)
+    splits = splits[splits.sum(1) <= work + 1e-12]
+    splits = np.concatenate([splits, work - splits.sum(1, keepdims=True)], 1)
+    r = np.array([r for r, _ in parts])
+    c = np.array([c for _, c in parts])
+    spent = (splits * r).sum(1)
+    x = np.maximum(largest, (splits * r / c).max(1))
+    least = ((np.maximum(spent, total) - total) / div + c1 * x).min()
+    step = work / steps * r.max()  # one grid step moves two parts' shares by this much time
+    assert floor <= least + 1e-9
+    assert least <= floor + 2 * step * (1 / div + c1 / c.min()) + 1e-9
 
 
 @pytest.mark.parametrize("cluster, replication", [

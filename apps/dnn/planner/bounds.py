@@ -230,7 +230,8 @@ class Bounds:
             hit = self._mixed_floors_cache.get(key)
             if hit is None:
                 hit = self._mixed_floors_cache[key] = self._mixed_floors(sid, lo, live)
-            return hit
+            total, largest, fill = hit
+            return total, largest, _filled_floor(fill, total, largest, sh.c1, sh.div)
         tab = self.part_table(sid, live[0][0])
         total = tab.time["none"][self.n] - tab.time["none"][lo]
         x_lb = max(total / q, tab.sorted_time[-(-R // q)] if R <= self.n else 0.0)
@@ -276,10 +277,12 @@ class Bounds:
         ref = self.part_table(sid, 0).time["none"]
         work = ref[self.n] - ref[lo]
         ratios = [(self._time_ratios(sid, i)[lo], c) for i, c in live]
+        fill: tuple = ()
         if work > 0 and all(0 < r < math.inf for r, _ in ratios):
             total = max(total, work * min(r for r, _ in ratios))
             largest = max(largest, work / sum(c / r for r, c in ratios))
-        return total, self._packing_floor(sid, lo, live, largest), -math.inf
+            fill = _fill_curve(work, ratios)
+        return total, self._packing_floor(sid, lo, live, largest), fill
 
     def _packing_floor(self, sid: int, lo: int, live: list, start: float) -> float:
         """``start``, a floor on the largest steady term of the stages left on the ``live`` (part,
@@ -663,6 +666,55 @@ class Bounds:
             experts = arrays["expert"] / tab.t
             out = out + zero3_collectives(experts, blocks, tab.expert_replicas, tab.expert_ring, wb)
         return out
+
+
+def _fill_curve(work: float, ratios: list) -> tuple:
+    """The least summed time of the stages left as a function of their largest time X, as its
+    breakpoints ((X_k, sum at X_k), X falling): ``work`` (part 0's time of the blocks left) spread
+    over parts of time ratio r with c stages each, a part holding at most c X / r of it, the
+    cheapest ratios filled first. At X_k the k cheapest parts just hold it all; the sum is linear
+    between breakpoints, and constant above the first."""
+    points = []
+    held = 0.0  # c / r of the cheapest parts so far
+    for r, c in sorted(ratios):
+        held += c / r
+        x = work / held
+        spent, left = 0.0, work  # the sum at x: the parts up to this one filled in ratio order
+        for r2, c2 in sorted(ratios):
+            take = min(left, c2 * x / r2)
+            spent += r2 * take
+            left -= take
+            if left <= 0:
+                break
+        points.append((x, spent))
+    return tuple(points)
+
+
+def _filled_floor(fill: tuple, total: float, largest: float, c1: float, div: int) -> float:
+    """The Jensen slot's term from a mixed state's fill curve (``_fill_curve``): the least of
+    (sum - ``total``) / div + c1 X over X at least ``largest``, the sum at X at least ``total``. The
+    bound adds it to the floors' (state's sum + ``total``) / div: a slow part's stages hold blocks
+    at their own, slower, times once the largest stage is small (-inf without a curve)."""
+    if not fill:
+        return -math.inf
+
+    def cost(x: float) -> float:
+        if x >= fill[0][0]:
+            spent = fill[0][1]
+        else:
+            spent = fill[-1][1]
+            for (x_hi, s_hi), (x_lo, s_lo) in zip(fill, fill[1:]):
+                if x >= x_lo:
+                    spent = s_lo + (s_hi - s_lo) * (x - x_lo) / (x_hi - x_lo)
+                    break
+        return (max(spent, total) - total) / div + c1 * x
+
+    # convex and piecewise linear in X: least at ``largest``, a breakpoint or where the sum meets total
+    candidates = [largest] + [x for x, _ in fill if x > largest]
+    for (x_hi, s_hi), (x_lo, s_lo) in zip(fill, fill[1:]):
+        if s_lo > total >= s_hi and x_hi > x_lo:
+            candidates.append(x_lo + (x_hi - x_lo) * (s_lo - total) / (s_lo - s_hi))
+    return min(cost(x) for x in candidates if x >= largest)
 
 
 def _least_cap(floor: StageFloor, low: float, lo: int, first: int) -> float:
