@@ -25,8 +25,13 @@ class Seeding:
         saved, self.memo_on = self.memo_on, False  # a dive must not fill the dominance memo
         times: list[float] = []
         try:
-            order = sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i))
-            for sid in order[: tries * max(self.top, 3)]:
+            many = tries * max(self.top, 3)
+            order = sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i))[: 16 * many]
+            # ranked again by the start node's whole bound: the root bounds leave out the two-part and
+            # hap floors, whose memory rules out many shallow shapes that rank first without them
+            whole = {sid: self.time_bound(self.start_node(sid)) for sid in order}
+            order.sort(key=lambda i: (whole[i], i))
+            for sid in order[:many]:
                 # the walk only where the cut found no plan: it seldom beats the cut, and costs more
                 cut = self._cut_leaf(sid)
                 seconds = cut if cut < math.inf else self._first_leaf(sid, budget)
