@@ -530,6 +530,32 @@ def test_hap_shares_water_filling_matches_linprog():
     assert worst >= water_fill(A, X, d, M) - 1e-12
 
 
+@pytest.mark.parametrize("cluster, mem", [
+    ("dgx-a100-80g:1x2+dgx-v100-16g:1x2", 0.9),
+    ("dgx-a100-80g:1x2+dgx-v100-16g:1x2", 0.3),   # no option fits: no plan, and an infinite bound
+    ("dgx-a100-80g:1x4+dgx-v100-32g:1x2+dgx-h100-80g:1x2", 0.5),
+])
+def test_a_one_stage_hap_shape_is_bounded_by_its_own_plans(cluster, mem):
+    """A hap shape of one stage is bounded at its start by its options' water-filled times
+    (``_hap_one_stage``): at most its best plan in the exhaustive tree, and within the shares'
+    rounding of it (the time-only root bounds here are 0.25-0.8 of it; on three-kind Mixtral,
+    where memory binds, down to a tenth)."""
+    model = small_model(4, 4096)
+    train = Training(64, 1024, microbatches=(1, 2), memory_fraction=mem)
+    search = ExhaustivePlanSearch(model, load_cluster(cluster), train)
+    checked = 0
+    for sid, sh in enumerate(search.shapes):
+        if sh.mode != "hap" or sh.p != 1:
+            continue
+        best = min((search.objective(leaf) for leaf in search.children(search.start_node(sid))),
+                   default=math.inf)
+        bound = search.time_bound(search.start_node(sid))
+        assert bound <= best, sh
+        assert bound >= 0.95 * best, sh  # inf where no plan fits
+        checked += 1
+    assert checked >= 4
+
+
 def test_malformed_inputs_name_the_line(tmp_path):
     path = tmp_path / "m.json"
     assert_names_line(read_model, path, '{"seq": 8,\n "blocks": [\n  {"params": 1, "boundary": 4}\n]}', 3)

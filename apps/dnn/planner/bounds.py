@@ -101,6 +101,8 @@ class Bounds:
             if last is not None and self._sites > 1 and self._leaves_its_site(sid, counts, last):
                 floors = self._with_crossings(sid, floors, 1)
             return pipe_bound(floors, S[0], X[0], E, sh.div, sh.c1)
+        if pair and lo == 0 and sh.p == 1:
+            return self._hap_one_stage(sid)  # the start node of a one-stage shape: its options are its plans
         A, Xs = [], []
         for c, (total, x_lb) in enumerate(floors):
             if pair and lo == 0 and sh.p > 1:  # the hap floor of the whole shape, when it is reached
@@ -169,6 +171,19 @@ class Bounds:
                 floors = self._with_crossings(sid, floors, crossings)
             hit = floors, largest
         self._time_floors_cache[key] = hit
+        return hit
+
+    def _hap_one_stage(self, sid: int) -> float:
+        """The least time of one-stage hap shape ``sid``: over its stage's options (memory counted),
+        the water-filled shares of each option's per-class times (the bound's relaxation of the
+        integer shares a leaf takes). Cached; like ``_hap_root``, left out of the root bounds."""
+        hit = self._hap_roots.get((sid, None))
+        if hit is None:
+            sh = self.shapes[sid]
+            replicas = [r for _, r in sh.parts]
+            hit = self._hap_roots[sid, None] = min(
+                (water_fill([a - b for a, b in zip(av, bv)], list(bv), replicas, sh.m) + c
+                 for av, bv, c, _, _ in self._stage_options(sid, None, 0, self.n, 0, None)), default=math.inf)
         return hit
 
     def _hap_root(self, sid: int, i: int, low: float) -> float:
