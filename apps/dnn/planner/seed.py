@@ -17,7 +17,7 @@ class Seeding:
 
     def _seed(self, tries: int = 8, budget: int = 150) -> float:
         """An upper bound on the top-th best shape's time before the search. In each of the ``tries *
-        max(top, 3)`` shapes with the least start-node bounds (``time_bound``, which counts the
+        max(top, 3)`` shapes with the least start-node bounds (``_start_bound``, which counts the
         memory that the root bounds leave out), among 16 times as many with the least root bounds
         (GPT-3 on 32+32 mixed nodes: the best plan's shape ranks 117th by root bound and 9th by
         start bound): the min-max cut's leaf (``_cut_leaf``), or
@@ -30,7 +30,7 @@ class Seeding:
         try:
             many = tries * max(self.top, 3)
             order = sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i))[: 16 * many]
-            whole = {sid: self.time_bound(self.start_node(sid)) for sid in order}
+            whole = {sid: self._start_bound(sid) for sid in order}
             order.sort(key=lambda i: (whole[i], i))
             for sid in order[:many]:
                 # the walk only where the cut found no plan: it seldom beats the cut, and costs more
@@ -45,6 +45,14 @@ class Seeding:
         finally:
             self.memo_on = saved
         return times[self.top - 1] if len(times) >= self.top else math.inf
+
+    def _start_bound(self, sid: int) -> float:
+        """Shape ``sid``'s start-node bound: its root bound but where a two-part or hap floor adds to
+        it (computing one costs a compiled cut, so shapes that have none are not bounded again)."""
+        sh = self.shapes[sid]
+        if sh.mode == "hap" or len(sh.parts) == 2:
+            return self._bound_state(sid, 0, self.start_counts(sid), *self.zero_state(sid))
+        return self.root_lb[sid]
 
     def _cut_leaf(self, sid: int, rounds: int = 6) -> float:
         """The time of a leaf of a one-group pipe shape whose stages are cut as long as a cap on each
