@@ -19,6 +19,7 @@ from yewpy.apps.dnn.cost import Training
 from yewpy.apps.dnn.model_files import load_model
 from yewpy.apps.dnn.models import transformer
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch
+from yewpy.apps.dnn.planner._packing import least_packing
 from yewpy.apps.dnn.planner.bounds import pipe_bound
 from yewpy.apps.dnn.planner.stage_floor import Mode, PairFloor, StageFloor
 
@@ -295,3 +296,24 @@ def test_floor_is_tight_where_memory_binds():
     time_only = pipe_bound(floors, 0.0, 0.0, 0.0, shape.div, shape.c1)
     assert time_only < 0.85 * second
     assert 0.99 * second < start_bound(search, sid) <= second
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    parts=st.lists(st.tuples(st.lists(st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.0]), min_size=1, max_size=6),
+                             st.integers(1, 3)), min_size=1, max_size=4),
+    blocks=st.integers(0, 12), start=st.sampled_from([0.0, 1.0, 2.5, 4.0]),
+)
+def test_the_packing_floor_is_the_least_t_at_which_the_stages_hold_every_block(parts, blocks, start):
+    """``least_packing`` against counting at every candidate T (``start`` and each running sum
+    above it): the least at which sum c_i x (running sums within T) reaches ``blocks``, ties of
+    equal sums on different parts included (the block times are drawn from few values)."""
+    prefixes = [np.cumsum(sorted(times)) for times, _ in parts]
+    counts = [c for _, c in parts]
+
+    def held(t: float) -> int:
+        return sum(c * int(np.searchsorted(p, t, side="right")) for p, c in zip(prefixes, counts))
+
+    candidates = sorted({start, *(x for p in prefixes for x in p if x > start)})
+    expected = next((t for t in candidates if held(t) >= blocks), math.inf)
+    assert least_packing(prefixes, counts, blocks, start) == expected

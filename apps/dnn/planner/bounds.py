@@ -27,12 +27,12 @@ from yewpy.apps.dnn.cost import (
     state_bytes_per_param,
     zero3_collectives,
 )
+from yewpy.apps.dnn.planner._packing import least_packing
 from yewpy.apps.dnn.planner.shares import water_fill
 from yewpy.apps.dnn.planner.stage_floor import Mode, PairFloor, StageFloor
 
 SAFETY = 1.0 - 1e-9  # bounds are shrunk by this factor against rounding
 FLOOR_STEPS = 10  # bisection steps of the stage floor: within 0.05% of its bracket's low end
-PACKING_STEPS = 8  # bisection steps of the packing floor, within its largest block
 PER_LAYER_BUCKETS = 4  # stage-floor modes per per-layer ZeRO option: sharded shares in quarters
 
 
@@ -302,31 +302,19 @@ class Bounds:
     def _packing_floor(self, sid: int, lo: int, live: list, start: float) -> float:
         """``start``, a floor on the largest steady term of the stages left on the ``live`` (part,
         stages) parts, raised where blocks are whole (a slow GPU's stage holds one block or more,
-        not a fraction): to T such that those stages could not hold blocks [lo, n) if each held
-        the most blocks it can within T, its cheapest ones on its own part. Bisected
-        ``PACKING_STEPS`` times from below between ``start`` and ``start`` plus the largest block.
-        Taken with every block, and without those under half the median time (an embedding would
-        let every stage hold one more block): fewer blocks never need a larger T."""
+        not a fraction): to the least T at which those stages could hold blocks [lo, n) if each
+        held the most blocks it can within T, its cheapest ones on its own part (``least_packing``,
+        compiled). Taken with every block, and without those under half the median time (an
+        embedding would let every stage hold one more block): fewer blocks never need a larger T."""
         best = start
+        counts = [c for _, c in live]
         for trimmed in (False, True):
-            sums = [(self._packing_prefix(sid, i, lo, trimmed), c) for i, c in live]
-            kept = len(sums[0][0])
-            if kept < 2:
-                continue
-            low = best
-            high = min(min(p[-1] for p, _ in sums), low + max(p[-1] - p[-2] for p, _ in sums))
-            if high <= low:
-                continue
-            for _ in range(PACKING_STEPS):
-                mid = (low + high) / 2
-                if sum(c * bisect_right(prefix, mid) for prefix, c in sums) >= kept:
-                    high = mid
-                else:
-                    low = mid
-            best = low
+            sums = [self._packing_prefix(sid, i, lo, trimmed) for i, _ in live]
+            found = least_packing(sums, counts, len(sums[0]), start)
+            best = found if found > best else best
         return best
 
-    def _packing_prefix(self, sid: int, i: int, lo: int, trimmed: bool) -> list:
+    def _packing_prefix(self, sid: int, i: int, lo: int, trimmed: bool) -> np.ndarray:
         """For ``_packing_floor``: part ``i``'s running sums of the times of blocks [lo, n),
         cheapest first; ``trimmed``: without the blocks under half the median time on part 0 (so
         every part leaves out the same blocks). Cached."""
@@ -337,7 +325,7 @@ class Bounds:
             if trimmed:
                 ref = self._block_times(sid, 0)[lo:]
                 mine = mine[ref >= np.median(ref) / 2]
-            hit = self._packing_cache[key] = np.cumsum(np.sort(mine)).tolist()
+            hit = self._packing_cache[key] = np.ascontiguousarray(np.cumsum(np.sort(mine)), dtype=float)
         return hit
 
     def _block_times(self, sid: int, i: int) -> np.ndarray:
