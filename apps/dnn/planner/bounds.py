@@ -239,9 +239,10 @@ class Bounds:
         say); other mixes by FLOPs over the fastest and over all stages' rates, each part's FLOPs
         those of its own share of a micro-batch."""
         sh, R = self.shapes[sid], self.n - lo
-        if len(live) > 1 and len({self._gpu_kind(sid, i) for i, _ in live}) > 1:
+        keys, kinds = self._part_keys(sid)
+        if len(live) > 1 and len({kinds[i] for i, _ in live}) > 1:
             # keyed by the parts' tables, not the shape: shapes that differ only in schedule share it
-            key = (self.table_key(sid, 0), tuple((self.table_key(sid, i), c) for i, c in live), lo)
+            key = (keys[0], tuple((keys[i], c) for i, c in live), lo)
             hit = self._mixed_floors_cache.get(key)
             if hit is None:
                 hit = self._mixed_floors_cache[key] = self._mixed_floors(sid, lo, live)
@@ -318,7 +319,8 @@ class Bounds:
         """For ``_packing_floor``: part ``i``'s running sums of the times of blocks [lo, n),
         cheapest first; ``trimmed``: without the blocks under half the median time on part 0 (so
         every part leaves out the same blocks). Cached."""
-        key = (self.table_key(sid, i), self.table_key(sid, 0) if trimmed else None, lo)
+        keys = self._part_keys(sid)[0]
+        key = (keys[i], keys[0] if trimmed else None, lo)
         hit = self._packing_cache.get(key)
         if hit is None:
             mine = self._block_times(sid, i)[lo:]
@@ -348,6 +350,16 @@ class Bounds:
             ratio = np.full(self.n, np.inf)
             np.divide(mine, ref, out=ratio, where=ref > 0)
             hit = self._ratio_cache[key] = [*np.minimum.accumulate(ratio[::-1])[::-1].tolist(), math.inf]
+        return hit
+
+    def _part_keys(self, sid: int) -> tuple:
+        """Each part's ``table_key`` and ``_gpu_kind`` in shape ``sid``, as two tuples; cached (the
+        mixed floors ask for them on every state)."""
+        hit = self._parts_cache.get(sid)
+        if hit is None:
+            parts = range(len(self.shapes[sid].parts))
+            hit = self._parts_cache[sid] = (tuple(self.table_key(sid, i) for i in parts),
+                                            tuple(self._gpu_kind(sid, i) for i in parts))
         return hit
 
     def _gpu_kind(self, sid: int, i: int) -> tuple:

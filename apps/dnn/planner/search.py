@@ -74,7 +74,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "_stage_floor_cores", "_wan_cache", "_kind_cache", "_table_keys", "_twins_cache", "_ratio_cache",
         "_ranking",
         "_leave_cache", "_blocks_cache", "_packing_cache", "_mixed_floors_cache", "_pair_floors",
-        "_pair_cores", "_hap_cores", "_hap_roots", "_time_floors_cache", "_modes_cache",
+        "_pair_cores", "_hap_cores", "_hap_roots", "_time_floors_cache", "_modes_cache", "_parts_cache",
     })
 
     def __deepcopy__(self, memo: dict) -> PlanSearch:
@@ -131,6 +131,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._sites = len({g.site for g in cluster.groups})
         self._table_keys: dict = {}  # (shape, part) -> what its tables depend on (table_key)
         self._kind_cache: dict = {}  # (group, t) -> its GPU kind (bounds._gpu_kind)
+        self._parts_cache: dict = {}  # shape -> its parts' table keys and kinds (bounds._part_keys)
         self._twins_cache: dict = {}  # shape -> its interchangeable parts (_twins)
         self._ratio_cache: dict = {}  # (table, part 0's table) -> the time ratios (bounds._time_ratios)
         self._stage_floor_cores: dict = {}  # shape -> its compiled StageFloor (bounds._suffix_floor)
@@ -272,6 +273,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         S0, X0 = S[0], X[0]
         q = sum(counts)
         slots, sweep = self._slots(sid, lo, counts, prev)
+        least_cache = self._least_cache  # read inline: the slot tests ask it a million times on big searches
         dead = [False, False, False]  # per side of the share (see ``_sweep``): pruned from here on
         longer_dead: set = set()  # parts whose longer stages (side 1) the least-blocks test pruned
         for slot, (part, k, newcounts, side) in enumerate(slots):
@@ -297,11 +299,11 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                 # without recomputation, and the blocks after it cost at least their floors (which
                 # no option changes); with several parts left (mixed groups, two widths), a cheaper
                 # test first: each remaining block's least time on a part with stages left.
-                here = self._least_blocks(sid, part)
+                here = least_cache.get((sid, part)) or self._least_blocks(sid, part)
                 x = here[lo + k] - here[lo]
                 xm = x if x > X0 else X0
                 if sweep is None and q > 1:
-                    rest = self._least_blocks(sid, newcounts)
+                    rest = least_cache.get((sid, newcounts)) or self._least_blocks(sid, newcounts)
                     if ((S0 + x + rest[self.n] - rest[lo + k]) / div + c1 * xm + E) * SAFETY > limit:
                         if side == 1 and newcounts[part]:
                             # A block more on this part adds its time here and takes at most that
