@@ -238,6 +238,23 @@ def test_seed_limits_are_plans_of_their_shapes(layers, hidden, batch, cluster, m
             assert search._cut_leaf(sid) < math.inf, sh
 
 
+@pytest.mark.parametrize("cluster, many", [
+    ("dgx-a100-80g:1x4+dgx-v100-32g:1x4", 3),
+    ("dgx-a100-80g:1x4+dgx-v100-32g:1x4", 12),
+    ("dgx-a100-80g:1x2+dgx-v100-16g:1x2+dgx-h100-80g:1x2", 6),
+])
+def test_the_seed_dives_into_the_shapes_of_least_start_bounds(cluster, many):
+    """``_seed_shapes`` computes start bounds only as far as the root bounds reach, and picks what
+    ranking all 16 x many shapes of least root bound by start bound picks."""
+    model = small_model(6, 4096)
+    train = Training(64, 1024, microbatches=(1, 2), memory_fraction=0.4)
+    search = PlanSearch(model, load_cluster(cluster), train, top=3)
+    first = sorted(range(len(search.shapes)), key=lambda i: (search.root_lb[i], i))[: 16 * many]
+    ranked = sorted(first, key=lambda i: (search._start_bound(i), i))[:many]
+    assert search._seed_shapes(many) == ranked
+    assert any(search._start_bound(i) > search.root_lb[i] for i in first)  # it ranks by something new
+
+
 def test_a_slot_on_two_parts_keeps_the_floors_of_its_own_stage_counts():
     """A slot (shape, part, blocks, stage index, previous part) is reached with different stage
     counts per part in a two-group pipe shape; its cached floors once came from the first counts

@@ -7,6 +7,7 @@ shape's own time limits that shape.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 from typing import Any
@@ -28,11 +29,7 @@ class Seeding:
         saved, self.memo_on = self.memo_on, False  # a dive must not fill the dominance memo
         times: list[float] = []
         try:
-            many = tries * max(self.top, 3)
-            order = sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i))[: 16 * many]
-            whole = {sid: self._start_bound(sid) for sid in order}
-            order.sort(key=lambda i: (whole[i], i))
-            for sid in order[:many]:
+            for sid in self._seed_shapes(tries * max(self.top, 3)):
                 # the walk only where the cut found no plan: it seldom beats the cut, and costs more
                 cut = self._cut_leaf(sid)
                 seconds = cut if cut < math.inf else self._first_leaf(sid, budget)
@@ -45,6 +42,24 @@ class Seeding:
         finally:
             self.memo_on = saved
         return times[self.top - 1] if len(times) >= self.top else math.inf
+
+    def _seed_shapes(self, many: int) -> list[int]:
+        """The ``many`` shapes with the least start bounds (``_start_bound``) among the ``16 * many``
+        with the least root bounds, in order. A start bound is never below its root bound, so a shape
+        is taken once its start bound is at most the next root bound: start bounds are computed
+        only as far as the root bounds reach the many-th least of them."""
+        order = sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i))[: 16 * many]
+        waiting: list[tuple[float, int]] = []
+        chosen: list[int] = []
+        for sid in order:
+            while waiting and waiting[0][0] <= self.root_lb[sid] and len(chosen) < many:
+                chosen.append(heapq.heappop(waiting)[1])
+            if len(chosen) == many:
+                return chosen
+            heapq.heappush(waiting, (self._start_bound(sid), sid))
+        while waiting and len(chosen) < many:
+            chosen.append(heapq.heappop(waiting)[1])
+        return chosen
 
     def _start_bound(self, sid: int) -> float:
         """Shape ``sid``'s start-node bound: its root bound but where a two-part or hap floor adds to
