@@ -240,8 +240,15 @@ class StageCosts:
         fill term), b = tau + e p2p or the input link's busy time if more (the steady term,
         ``steady_seconds``), c = exposed DP + optimizer; hap the same with a and b per class
         (``ends``: see ``pareto_options``). Cached: the options depend only on the key, not on the
-        path."""
-        key = (sid, part, lo, hi, j, prev, ends)
+        path. A pipe stage's depend on its index only through its in-flight count, and on the part
+        before it only through the link between them (``stage_terms``): GPipe's stages, which all
+        hold every micro-batch, share them wherever they start, and so do stages after parts
+        joined to theirs by like links."""
+        if self.shapes[sid].mode == "pipe":
+            consts = self._class_consts(sid, part, prev)
+            key = (sid, part, lo, hi, ("pipe", consts[6][j], consts[7]), ends)
+        else:
+            key = (sid, part, lo, hi, j, prev, ends)
         hit = self.opts.get(key)
         if hit is not None:
             return hit
