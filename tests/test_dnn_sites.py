@@ -239,3 +239,32 @@ def test_a_compressed_plan_replays_at_its_own_time(tmp_path):
     assert [search.wan_ratio(leaf[1], None if j == 0 else leaf[7][j - 1][0], part)
             for j, (part, *_) in enumerate(leaf[7])] == [1.0, 100.0, 100.0]
     assert search.replay(leaf) == pytest.approx(seconds, rel=1e-12)
+
+
+def test_a_stage_costs_alike_wherever_its_options_are_shared(tmp_path):
+    """``_stage_options`` shares a pipe stage's options between indices of one in-flight count and
+    between previous parts of one link into it. Every (blocks, index, previous part) of the pipe
+    shapes on three sites (GPipe, whose stages all hold every micro-batch, among them) gets what
+    costing it afresh gives, and the sharing is used."""
+    from yewpy.apps.dnn.planner.pareto import pareto_options
+
+    model = transformer("small", layers=4, hidden=4096, heads=32, vocab=32000, seq=1024)
+    train = Training(64, 1024, microbatches=(1, 2), wan_compression=(1.0, 10.0), memory_fraction=0.12)
+    search = PlanSearch(model, load_cluster(sites_cluster(tmp_path, 1000)), train)  # memory binds
+    checked, before = 0, len(search.opts)
+    schedules = set()
+    for sid, sh in enumerate(search.shapes):
+        if sh.mode != "pipe" or sh.p < 2 or sid % 5:  # a fifth of them: every schedule still met
+            continue
+        schedules.add(sh.schedule)
+        for part in range(len(sh.parts)):
+            for prev in range(len(sh.parts)):
+                for j in range(1, sh.p):
+                    for lo in range(1, search.n):
+                        for hi in range(lo + 1, search.n + 1):
+                            got = search._stage_options(sid, part, lo, hi, j, prev)
+                            fresh = pareto_options(search.stage_terms(sid, part, lo, hi, j, prev), True, None)
+                            assert got == fresh, (sh, part, prev, j, lo, hi)
+                            checked += 1
+    assert checked > 1000 and "gpipe" in schedules
+    assert len(search.opts) - before < 0.75 * checked
