@@ -243,19 +243,22 @@ class StageCosts:
         path. A pipe stage's depend on its index only through its in-flight count, and on the part
         before it only through the link between them (``stage_terms``): GPipe's stages, which all
         hold every micro-batch, share them wherever they start, and so do stages after parts
-        joined to theirs by like links."""
-        if self.shapes[sid].mode == "pipe":
-            consts = self._class_consts(sid, part, prev)
-            key = (sid, part, lo, hi, ("pipe", consts[6][j], consts[7]), ends)
-        else:
-            key = (sid, part, lo, hi, j, prev, ends)
+        joined to theirs by like links (kept under both keys: the first is the cheaper to ask)."""
+        key = (sid, part, lo, hi, j, prev, ends)
         hit = self.opts.get(key)
         if hit is not None:
             return hit
-        terms = self.stage_terms(sid, part, lo, hi, j, prev)
-        out = pareto_options(terms, self.shapes[sid].mode == "pipe", ends)
-        self.opts[key] = out
-        return out
+        shared = None
+        if self.shapes[sid].mode == "pipe":
+            consts = self._class_consts(sid, part, prev)
+            shared = (sid, part, lo, hi, ("pipe", consts[6][j], consts[7]), ends)
+            hit = self.opts.get(shared)
+        if hit is None:
+            hit = pareto_options(self.stage_terms(sid, part, lo, hi, j, prev), shared is not None, ends)
+            if shared is not None:
+                self.opts[shared] = hit
+        self.opts[key] = hit
+        return hit
 
     def stage_terms(self, sid: int, part: int | None, lo: int, hi: int, j: int, prev: int | None) -> list:
         """Every memory-feasible option of blocks [lo, hi) as stage ``j`` on part ``part`` (pipe;
