@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -28,6 +29,7 @@ from yewpy.apps.dnn.cost import (
 from yewpy.apps.dnn.model_files import load_model, read_model
 from yewpy.apps.dnn.models import transformer
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, integer_shares, water_fill
+from yewpy.apps.dnn.planner.bounds import SAFETY
 from yewpy.apps.dnn.planner.treecount import exhaustive_nodes
 from yewpy.apps.dnn_plan import parse_fix, plan
 from yewpy.errors import InputError, UsageError
@@ -236,6 +238,30 @@ def test_seed_limits_are_plans_of_their_shapes(layers, hidden, batch, cluster, m
         sh = search.shapes[sid]
         if sh.mode == "pipe" and len(sh.parts) == 1:
             assert search._cut_leaf(sid) < math.inf, sh
+
+
+@pytest.mark.parametrize("model, cluster, batch", [
+    ("megatron-1t", "dgx-a100-80g:64x8", 2048),           # memory binds: the stage floor raises most roots
+    ("llama3-70b", "dgx-a100-80g:64x8", 2048),
+    ("megatron-18.4b", "dgx-a100-80g:4x8+dgx-v100-32g:4x8", 512),
+])
+def test_every_shape_the_seed_leaves_open_has_its_stage_floor(model, cluster, batch):
+    """The constructor adds the one-part stage floor to a root bound only where the seed's bar does
+    not prune that root (``_stage_floored``): every shape under the bar has the root bound it would
+    have with every floor computed, and every other is above the bar without it."""
+    search = PlanSearch(load_model(model), load_cluster(cluster), Training(batch, 2048), top=3)
+    eager = copy.copy(search)
+    eager.root_lb, eager.stage_floors, eager._staged = list(search.root_lb), list(search.stage_floors), \
+        list(search._staged)
+    left = 0
+    for sid, bound in enumerate(search.root_lb):
+        eager._stage_floored(sid)
+        if bound * SAFETY <= search.seed_bar:
+            assert bound == eager.root_lb[sid]
+        else:
+            assert bound <= eager.root_lb[sid]
+            left += eager.root_lb[sid] > bound
+    assert search.seed_bar < math.inf and left > 0  # some floors are left out, and they would raise roots
 
 
 @pytest.mark.parametrize("cluster, many", [

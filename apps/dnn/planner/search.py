@@ -145,13 +145,20 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         if not rank:  # only for replaying known plans (sensitivity sweeps)
             return
         self.floors = [self.memory_floor(i) for i in range(len(self.shapes))]
-        self.stage_floors = [self.stage_floor(i) if need <= usable else math.inf for i, (need, usable) in
-                             enumerate(self.floors)]
-        # without the two-part floors, computed only for the shapes the search reaches (bounds._pair_floor)
+        # The root bounds start without the compiled floors: a one-part shape's stage floor is added
+        # for the shapes the seed ranks and then for those whose root bound the seed's bar does not
+        # prune (``_stage_floored``); the two-part and hap floors when the search reaches a shape.
+        self.stage_floors = [-math.inf if need <= usable else math.inf for need, usable in self.floors]
+        self._staged = [False] * len(self.shapes)
         self.root_lb = [
             self._bound_state(i, 0, self.start_counts(i), *self.zero_state(i), pair=False) if need <= usable
             else math.inf for i, (need, usable) in enumerate(self.floors)
         ]
+        if self.pruning:
+            self.seed_bar = self._seed()
+        for i, bound in enumerate(self.root_lb):
+            if bound * SAFETY <= self.seed_bar or not self.pruning:  # the others are pruned at the root
+                self._stage_floored(i)
         forms: dict = {}
         for i, sh in enumerate(self.shapes):
             forms.setdefault(sh.form(), {}).setdefault(sh.d, []).append(i)
@@ -161,8 +168,6 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         ]
         self.form_lb = [min(self.root_lb[i] for ids in by_d.values() for i in ids) for _, by_d in self.forms]
         self.form_order = sorted(range(len(self.forms)), key=lambda f: (self.form_lb[f], f))
-        if self.pruning:
-            self.seed_bar = self._seed()
 
     # -- per-shape data ----------------------------------------------------------------------------
 
