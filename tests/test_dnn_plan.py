@@ -264,6 +264,18 @@ def test_every_shape_the_seed_leaves_open_has_its_stage_floor(model, cluster, ba
     assert search.seed_bar < math.inf and left > 0  # some floors are left out, and they would raise roots
 
 
+def test_a_shape_no_plan_fits_keeps_an_infinite_root_bound_without_a_seed():
+    """Without a seed's bar (the exhaustive tree) the constructor adds every stage floor; a shape
+    whose model state alone overfills its GPUs keeps its infinite root bound, whatever its mode."""
+    model = small_model(6, 12288)
+    for cluster in ("dgx-a100-80g:1x8", "dgx-a100-80g:1x4+dgx-v100-16g:1x4"):
+        search = ExhaustivePlanSearch(model, load_cluster(cluster), Training(64, 1024, memory_fraction=0.05))
+        full = [i for i, (need, usable) in enumerate(search.floors) if need > usable]
+        assert full and all(search.root_lb[i] == math.inf for i in full)
+        assert any(search.shapes[i].mode == "hap" or len(search.shapes[i].parts) > 1 for i in full) \
+            or "+" not in cluster
+
+
 @pytest.mark.parametrize("cluster, many", [
     ("dgx-a100-80g:1x4+dgx-v100-32g:1x4", 3),
     ("dgx-a100-80g:1x4+dgx-v100-32g:1x4", 12),

@@ -508,10 +508,10 @@ class Bounds:
         """Adds shape ``sid``'s stage floor (``stage_floor``) to its root bound, once: the search's
         constructor leaves it out of the root bounds until the seed's bar says which shapes can
         be reached (two-kind Mixtral: none of its 2,343 one-part shapes, whose floors took 0.3 s)."""
-        if self._staged[sid]:
+        if self._staged[sid] or self.stage_floors[sid] == math.inf:  # inf: no plan fits its memory
             return
         self._staged[sid] = True
-        floor = self.stage_floor(sid) if self.stage_floors[sid] == -math.inf else math.inf
+        floor = self.stage_floor(sid)
         if floor > -math.inf:
             self.stage_floors[sid] = floor
             self.root_lb[sid] = self._bound_state(sid, 0, self.start_counts(sid), *self.zero_state(sid),
