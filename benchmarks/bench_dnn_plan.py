@@ -13,6 +13,7 @@ python benchmarks/bench_dnn_plan.py mixed-tp 3    # two-kind clusters with and w
 python benchmarks/bench_dnn_plan.py two-kind 3    # two-kind clusters with and without the two-part floor
 python benchmarks/bench_dnn_plan.py hap-floor 3   # the same with and without the hap shapes' floors
 python benchmarks/bench_dnn_plan.py revisions /tmp/base/site 3  # two-kind clusters: this tree against another
+python benchmarks/bench_dnn_plan.py revisions /tmp/base/site 3 mixed  # three kinds and held-out mixes
 """
 
 from __future__ import annotations
@@ -238,6 +239,19 @@ TWO_KIND_UNSEEN = [("llama2-13b", f"{H100}:4x8+dgx-v100-32g:8x8", 512),
                    ("megatron-145.6b", f"{A100}:24x8+dgx-v100-32g:8x8", 1024),
                    ("mixtral-8x7b", "dgx-a100-40g:8x8+dgx-v100-32g:8x8", 256)]
 
+# three GPU kinds (stop 44's tables), then mixes of Hugging Face configs and nodes chosen after
+# stop 44's changes were made (its held-out table; ``revisions BASE REPEAT mixed``)
+MIXED_KINDS = [("megatron-1.7b", f"{A100}:2x8+dgx-v100-32g:2x8+{H100}:2x8", 512),
+               ("llama3-8b", f"{A100}:4x8+dgx-v100-32g:4x8+{H100}:2x8", 512),
+               ("mixtral-8x7b", f"{A100}:4x8+dgx-v100-32g:4x8+{H100}:2x8", 512),
+               (str(HF_CONFIGS / "qwen2-72b.json"), f"{H100}:8x8+{A100}:8x8", 1024),
+               (str(HF_CONFIGS / "falcon-180b.json"), f"{H100}:32x8+{A100}:16x8", 1536),
+               (str(HF_CONFIGS / "mixtral-8x22b.json"), f"{A100}:16x8+dgx-v100-32g:16x8", 512),
+               (str(HF_CONFIGS / "mistral-7b.json"), f"{H100}:2x8+dgx-a100-40g:6x8", 512),
+               (str(HF_CONFIGS / "gpt-neox-20b.json"), f"{A100}:4x8+dgx-a100-40g:4x8+dgx-v100-32g:4x8", 512),
+               (str(HF_CONFIGS / "llama-3.1-70b.json"),
+                f"dgx-a100-40g:16x8+{H100}:8x8+dgx-v100-32g:8x8", 1024)]
+
 ONE_PLAN = """
 import json, sys, time
 from yewpy.apps.dnn.cluster import load_cluster
@@ -246,20 +260,23 @@ from yewpy.apps.dnn.model_files import load_model
 from yewpy.apps.dnn.planner import PlanSearch
 model, cluster, batch = sys.argv[1], sys.argv[2], int(sys.argv[3])
 t0 = time.perf_counter()
-result = PlanSearch(load_model(model), load_cluster(cluster), Training(batch, 2048), top=3).search()
-print(json.dumps([time.perf_counter() - t0, result.nodes, result.objective]))
+search = PlanSearch(load_model(model), load_cluster(cluster), Training(batch, 2048), top=3)
+built = time.perf_counter() - t0
+result = search.search()
+print(json.dumps([time.perf_counter() - t0, result.nodes, result.objective, built]))
 """
 
 
-def revisions(base: str, repeat: int) -> None:
-    """Seconds to build and search a PlanSearch (--top 3) on the two-kind clusters, this tree
-    against the yewpy at ``base`` (a folder holding a ``yewpy`` package with its apps and compiled
-    modules, e.g. ``git archive`` of an older commit with ``apps`` and ``skeletons`` copied in as
-    ``yewpy/apps`` and ``yewpy/skeletons`` and this tree's ``.so`` files beside them), one process
-    per run, alternating, medians of ``repeat``; the plans must be the same."""
+def revisions(base: str, repeat: int, which: str = "two-kind") -> None:
+    """Seconds to build and search a PlanSearch (--top 3) on the two-kind clusters (``which``
+    "mixed": on ``MIXED_KINDS``), this tree against the yewpy at ``base`` (a folder holding a
+    ``yewpy`` package with its apps and compiled modules, e.g. ``git archive`` of an older commit
+    with ``apps`` and ``skeletons`` copied in as ``yewpy/apps`` and ``yewpy/skeletons`` and this
+    tree's ``.so`` files beside them), one process per run, alternating, medians of ``repeat``
+    (the build's in brackets); the plans must be the same."""
     import os
 
-    for model, cluster, batch in TWO_KIND + TWO_KIND_UNSEEN:
+    for model, cluster, batch in MIXED_KINDS if which == "mixed" else TWO_KIND + TWO_KIND_UNSEEN:
         runs: dict = {"base": [], "this": []}
         for _ in range(repeat):
             for which in runs:
@@ -270,8 +287,11 @@ def revisions(base: str, repeat: int) -> None:
                                      cwd=tempfile.gettempdir(), capture_output=True, text=True, check=True)
                 runs[which].append(json.loads(out.stdout))
         old, new = (statistics.median(r[0] for r in runs[k]) for k in ("base", "this"))
+        built = [statistics.median(r[3] for r in runs[k]) for k in ("base", "this")]
         same = runs["base"][0][2] == runs["this"][0][2]
-        print(f"{model} on {cluster}, B {batch}: {old:.2f} s -> {new:.2f} s (x{new / old:.2f}); nodes "
+        name = Path(model).stem if model.endswith(".json") else model
+        print(f"{name} on {cluster}, B {batch}: {old:.2f} s -> {new:.2f} s (x{new / old:.2f}; "
+              f"build {built[0]:.2f} -> {built[1]:.2f} s); nodes "
               f"{runs['base'][0][1]} -> {runs['this'][0][1]}; plan {runs['this'][0][2]:.4f} s/iter"
               f"{'' if same else ' DIFFERENT from base ' + str(runs['base'][0][2])}", flush=True)
 
@@ -318,7 +338,7 @@ def main() -> None:
         sweep(int(sys.argv[2]) if len(sys.argv) > 2 else 3, sys.argv[3] if len(sys.argv) > 3 else "",
               sys.argv[4:])
     elif what == "revisions":
-        revisions(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3)
+        revisions(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3, *sys.argv[4:5])
     elif what in ("two-kind", "hap-floor"):
         two_kind(int(sys.argv[2]) if len(sys.argv) > 2 else 3, "pair" if what == "two-kind" else "hap")
     elif what == "mixed-tp":
