@@ -700,21 +700,15 @@ def _fill_curve(work: float, ratios: list) -> tuple:
     """The least summed time of the stages left as a function of their largest time X, as its
     breakpoints ((X_k, sum at X_k), X falling): ``work`` (part 0's time of the blocks left) spread
     over parts of time ratio r with c stages each, a part holding at most c X / r of it, the
-    cheapest ratios filled first. At X_k the k cheapest parts just hold it all; the sum is linear
-    between breakpoints, and constant above the first."""
+    cheapest ratios filled first. At X_k the k cheapest parts just hold it all, each full, so the
+    sum is X_k times their stages; it is linear between breakpoints, and constant above the first."""
     points = []
-    held = 0.0  # c / r of the cheapest parts so far
+    held = stages = 0.0  # c / r and c of the cheapest parts so far
     for r, c in sorted(ratios):
         held += c / r
+        stages += c
         x = work / held
-        spent, left = 0.0, work  # the sum at x: the parts up to this one filled in ratio order
-        for r2, c2 in sorted(ratios):
-            take = min(left, c2 * x / r2)
-            spent += r2 * take
-            left -= take
-            if left <= 0:
-                break
-        points.append((x, spent))
+        points.append((x, x * stages))
     return tuple(points)
 
 

@@ -139,7 +139,9 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._pair_cores: dict = {}  # shape -> its compiled PairFloor, for the stages a node has left
         self._time_floors_cache: dict = {}  # (shape, blocks used, stages left) -> bounds._pipe_time_floors
         self._modes_cache: dict = {}  # what they read -> a stage floor's modes (bounds._floor_modes)
-        self._hap_roots: dict = {}  # (hap shape, class) -> its floor from the first block (bounds._hap_root)
+        # (hap shape, class) -> its floor from the first block (bounds._hap_root); (shape, None) -> a
+        # one-stage shape's least plan time (bounds._hap_one_stage)
+        self._hap_roots: dict = {}
         self._hap_cores: dict = {}  # (hap shape, class) -> its compiled StageFloor (bounds._hap_suffix)
         self._model_params = (model.params, sum(blk.expert_params for blk in model.blocks))
         if not rank:  # only for replaying known plans (sensitivity sweeps)
