@@ -10,7 +10,7 @@ python benchmarks/bench_dnn_plan.py sweep 3       # planning time of every prese
 python benchmarks/bench_dnn_plan.py sweep 1 "" --recompute none,selective,full,block  # ... with more flags
 python benchmarks/bench_dnn_plan.py sites 1000 120  # GPT-2 XL on three sites, left free (FusionLLM)
 python benchmarks/bench_dnn_plan.py mixed-tp 3    # two-kind clusters with and without --mixed-tp (HAP)
-python benchmarks/bench_dnn_plan.py two-kind 3    # two-kind clusters with and without the two-part floor
+python benchmarks/bench_dnn_plan.py two-kind 3    # two-kind clusters with and without the several-part floor
 python benchmarks/bench_dnn_plan.py hap-floor 3   # the same with and without the hap shapes' floors
 python benchmarks/bench_dnn_plan.py revisions /tmp/base/site 3  # two-kind clusters: this tree against another
 python benchmarks/bench_dnn_plan.py revisions /tmp/base/site 3 mixed  # three kinds and held-out mixes
@@ -200,14 +200,14 @@ TWO_KIND = [("megatron-18.4b", f"{A100}:4x8+dgx-v100-32g:4x8", 512),
 def two_kind(repeat: int, floor: str = "pair") -> None:
     """Seconds to build and search a PlanSearch (--top 3) on two-kind clusters with a floor and
     without it, alternating in this process, medians of ``repeat``; plans and nodes of each.
-    ``floor``: "pair", the two-part stage floor (``bounds._pair_floor`` replaced by a method
+    ``floor``: "pair", the several-part stage floor (``bounds._parts_floor`` replaced by a method
     returning -inf, as before it existed); "hap", the hap shapes' memory-aware floor and slot
     bound (``bounds._hap_suffix`` returning its given low, ``search._hap_slot_bound`` -inf)."""
     import math
 
     from yewpy.apps.dnn.planner import PlanSearch
 
-    names = {"pair": {"_pair_floor": lambda self, sid: -math.inf},
+    names = {"pair": {"_parts_floor": lambda self, sid: -math.inf},
              "hap": {"_hap_suffix": lambda self, sid, i, lo, q, low: low,
                      "_hap_slot_bound": lambda self, *args: -math.inf}}[floor]
     kept = {name: getattr(PlanSearch, name) for name in names}

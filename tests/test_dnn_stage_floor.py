@@ -1,6 +1,6 @@
 """The planner's memory-aware stage floor (bounds.py ``stage_floor``): never above a shape's best
-plan, on random memory-starved instances against the exhaustive tree (one part, and two parts of
-different GPU kinds: ``PairFloor``), and tight where memory binds."""
+plan, on random memory-starved instances against the exhaustive tree (one part, and several parts
+of different GPU kinds: ``PartsFloor``), and tight where memory binds."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from yewpy.apps.dnn.models import transformer
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch
 from yewpy.apps.dnn.planner._packing import least_packing
 from yewpy.apps.dnn.planner.bounds import pipe_bound
-from yewpy.apps.dnn.planner.stage_floor import Mode, PairFloor, StageFloor
+from yewpy.apps.dnn.planner.stage_floor import Mode, PartsFloor, StageFloor
 
 RECOMPUTE_SETS = [("none", "selective", "full"), ("none", "full", "block"), ("none",), ("selective", "block")]
 ZERO_SETS = [(0, 1, 2, 3), (0, 1), (2, 3), (3,)]
@@ -104,63 +104,84 @@ def test_compiled_cut_matches_brute_force(data, n, p, modes):
         assert oracle <= least * (1 + 1e-6) + 1e-6
 
 
-@settings(max_examples=100, deadline=None)
-@given(data=st.data(), n=st.integers(1, 8), p=st.integers(2, 5), modes=st.integers(1, 3))
-def test_pair_cut_matches_brute_force(data, n, p, modes):
-    """``PairFloor`` (stages on two parts, so many on each, in any order) says whether the least,
-    over every order of the parts and every cut, of the costliest stage is within the cap, from any
-    node's place (first block, first stage, stages left per part), and ``least`` brackets it: on
-    random block costs, modes and memory per part."""
+def orders_oracle(parts: list, left: list, params, expert, inflight: list, lo: int, first: int) -> float:
+    """The brute-force min-max over every order of the stages left (``left[i]`` on part i)."""
+    stages = [k for k, c in enumerate(left) for _ in range(c)]
+    return min(brute_minmax([], params, expert, 1.0, 0.0, inflight, lo, first,
+                            [None] * first + [parts[k] for k in order])
+               for order in set(itertools.permutations(stages)))
+
+
+@settings(max_examples=120, deadline=None)
+@given(data=st.data(), n=st.integers(1, 8), p=st.integers(2, 5), modes=st.integers(1, 3), k=st.integers(2, 3))
+def test_parts_cut_matches_brute_force(data, n, p, modes, k):
+    """``PartsFloor`` (stages on two or three parts, so many on each, in any order) says whether the
+    least, over every order of the parts and every cut, of the costliest stage is within the cap,
+    from any node's place (first block, first stage, stages left per part), and ``least`` brackets
+    it: on random block costs, modes and memory per part."""
     values = st.lists(st.floats(0, 10, allow_nan=False), min_size=n, max_size=n)
     params, expert = prefix(data.draw(values)), prefix([0.0] * n)
     inflight = sorted(data.draw(st.lists(st.floats(0.5, 4), min_size=p, max_size=p)), reverse=True)
-    parts = [(random_modes(data, values, modes), data.draw(st.floats(5, 120))) for _ in range(2)]
+    parts = [(random_modes(data, values, modes), data.draw(st.floats(5, 120))) for _ in range(k)]
     floors = [StageFloor(m, params, expert, 1.0, usable, inflight) for m, usable in parts]
-    on0 = data.draw(st.integers(0, p))
-    pair = PairFloor(floors[0], floors[1], on0, p - on0)
+    counts = [0] * k
+    for _ in range(p):
+        counts[data.draw(st.integers(0, k - 1))] += 1
+    core = PartsFloor(floors, counts)
     # from a node's place: blocks [lo, n) on the stages left, so many of them on each part
     lo = data.draw(st.integers(0, n))
-    left0, left1 = data.draw(st.integers(0, on0)), data.draw(st.integers(0, p - on0))
-    first = p - left0 - left1
-    oracle = min(brute_minmax([], params, expert, 1.0, 0.0, inflight, lo, first,
-                              [None] * first + [parts[k] for k in order])
-                 for order in set(itertools.permutations([0] * left0 + [1] * left1)))
+    left = [data.draw(st.integers(0, c)) for c in counts]
+    first = p - sum(left)
+    oracle = orders_oracle(parts, left, params, expert, inflight, lo, first)
     for cap in data.draw(st.lists(st.floats(0, 80), min_size=1, max_size=6)) + [math.inf]:
         if abs(cap - oracle) > 1e-9:
-            assert pair.cuts(cap, lo, first, left0, left1) == (oracle <= cap), (cap, oracle)
-    start = (lo, first, left0, left1)
-    least = 0.0 if pair.cuts(0.0, *start) else pair.least(0.0, math.inf, 40, *start)
+            assert core.cuts(cap, lo, first, left) == (oracle <= cap), (cap, oracle)
+    least = 0.0 if core.cuts(0.0, lo, first, left) else core.least(0.0, math.inf, 40, lo, first, left)
     assert least <= oracle + 1e-9
     assert math.isinf(least) == math.isinf(oracle)
     if not math.isinf(oracle):
         assert oracle <= least * (1 + 1e-6) + 1e-6
 
 
-def test_pair_cut_from_a_nodes_place_on_seeded_instances():
-    """The same check on 300 seeded random instances, started mid-pipeline with few stages left on
-    each part, where memory binds on the early (fuller) positions: a stage's in-flight count is its
-    position's, whichever part it is on."""
+def test_parts_cut_from_a_nodes_place_on_seeded_instances():
+    """The same check on 300 seeded random instances of two to four parts, started mid-pipeline
+    with few stages left on each part, where memory binds on the early (fuller) positions: a
+    stage's in-flight count is its position's, whichever part it is on."""
     rng = np.random.default_rng(7)
     for _ in range(300):
-        n, p = int(rng.integers(2, 7)), int(rng.integers(2, 5))
+        n, p, k = int(rng.integers(2, 7)), int(rng.integers(2, 6)), int(rng.integers(2, 5))
         parts = []
-        for _ in range(2):
+        for _ in range(k):
             modes = [Mode(((prefix(rng.uniform(0, 10, n)), 0.0),), prefix(rng.uniform(0, 10, n)), 0.0,
                           float(rng.uniform(0, 2)), 0.0, 0.0) for _ in range(int(rng.integers(1, 3)))]
             parts.append((modes, float(rng.uniform(5, 60))))
         params, expert = prefix(rng.uniform(0, 10, n)), prefix(np.zeros(n))
         inflight = sorted(rng.uniform(0.5, 6, p), reverse=True)
         floors = [StageFloor(m, params, expert, 1.0, usable, inflight) for m, usable in parts]
-        on0 = int(rng.integers(0, p + 1))
-        pair = PairFloor(floors[0], floors[1], on0, p - on0)
-        left0, left1 = int(rng.integers(0, on0 + 1)), int(rng.integers(0, p - on0 + 1))
-        first, lo = p - left0 - left1, int(rng.integers(0, n + 1))
-        oracle = min(brute_minmax([], params, expert, 1.0, 0.0, inflight, lo, first,
-                                  [None] * first + [parts[k] for k in order])
-                     for order in set(itertools.permutations([0] * left0 + [1] * left1)))
+        counts = np.bincount(rng.integers(0, k, p), minlength=k).tolist()
+        core = PartsFloor(floors, counts)
+        left = [int(rng.integers(0, c + 1)) for c in counts]
+        first, lo = p - sum(left), int(rng.integers(0, n + 1))
+        oracle = orders_oracle(parts, left, params, expert, inflight, lo, first)
         for cap in (*rng.uniform(0, 40, 4), math.inf):
             if abs(cap - oracle) > 1e-9:
-                assert pair.cuts(cap, lo, first, left0, left1) == (oracle <= cap), (cap, oracle)
+                assert core.cuts(cap, lo, first, left) == (oracle <= cap), (cap, oracle)
+
+
+def test_parts_floor_refuses_what_does_not_fit():
+    """Counts that do not add up to the floors' stages, or a node's counts beyond the shape's, are
+    refused rather than read past the splits the floor was built for."""
+    params = prefix([1.0, 2.0, 3.0])
+    modes = [Mode(((params, 0.0),), params, 0.0, 0.0, 0.0, 0.0)]
+    floors = [StageFloor(modes, params, prefix([0.0] * 3), 1.0, 100.0, [2.0, 1.0]) for _ in range(3)]
+    with pytest.raises(ValueError):
+        PartsFloor(floors, [1, 1, 1])
+    core = PartsFloor(floors, [1, 1, 0])
+    with pytest.raises(ValueError):
+        core.cuts(5.0, 0, 0, [2, 0, 0])
+    with pytest.raises(ValueError):
+        core.cuts(5.0, 0, 0, [1, 1])
+    assert core.cuts(3.0, 0, 0, [1, 1, 0]) and not core.cuts(2.9, 0, 0, [1, 1, 0])
 
 
 @settings(max_examples=30, deadline=None)
@@ -209,18 +230,53 @@ def test_floor_never_exceeds_a_shapes_best(layers, hidden, experts, batch, clust
 def test_two_kind_floor_never_exceeds_a_shapes_best(layers, hidden, batch, cluster, mem, recompute, zero,
                                                     mixed_tp):
     """The same on two GPU kinds, where a shape's stages lie on two groups (or a group and a pair
-    of both, ``--mixed-tp``) in any order: ``PairFloor`` prunes nothing the answer needs."""
+    of both, ``--mixed-tp``) in any order: ``PartsFloor`` prunes nothing the answer needs."""
     model = transformer("small", layers=layers, hidden=hidden, heads=16, vocab=32000, seq=1024)
     train = Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4),
                      recompute=recompute, zero=zero, schedules=("1f1b", "kfkb", "gpipe"), mixed_tp=mixed_tp)
     search = PlanSearch(model, load_cluster(cluster), train, top=3)
-    assert any(len(sh.parts) == 2 and search._pair_floor(sid) > -math.inf
+    assert any(len(sh.parts) == 2 and search._parts_floor(sid) > -math.inf
                for sid, sh in enumerate(search.shapes) if sh.mode == "pipe")
     exhaustive = ExhaustivePlanSearch(model, load_cluster(cluster), train)
     oracle = exhaustive.search(prune_level=False)
     for sid, seconds in exhaustive.found.items():
         assert start_bound(search, sid) <= seconds * (1 + 1e-12), search.shapes[sid]
     same_optimum(search.search(prune_level=False), oracle)
+
+
+@pytest.mark.parametrize("cluster, layers, hidden, mem", [
+    ("dgx-a100-80g:1x2+dgx-v100-16g:1x2+dgx-h100-80g:1x2", 5, 8192, 0.3),   # memory binds on the V100s
+    ("dgx-a100-80g:1x2+dgx-v100-16g:1x2+dgx-h100-80g:1x2", 4, 4096, 0.15),
+    ("dgx-a100-40g:1x2+dgx-v100-32g:1x2+dgx-a100-80g:1x2", 4, 8192, 0.3),
+])
+def test_three_kind_floor_never_exceeds_a_completion(cluster, layers, hidden, mem):
+    """On three GPU kinds, where a shape's stages lie on three parts in any order, the several-part
+    floor (``PartsFloor``) raises start bounds above the time-only ones, and at every stage node of
+    the exhaustive tree the bound is at most the best leaf below it; BnB finds the exhaustive optimum."""
+    model = transformer("small", layers=layers, hidden=hidden, heads=16, vocab=32000, seq=1024)
+    train = Training(16, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4),
+                     recompute=("none", "selective", "full"), zero=(0, 1, 2, 3),
+                     schedules=("1f1b", "kfkb", "gpipe"))
+    search = PlanSearch(model, load_cluster(cluster), train, top=3)
+    three = [sid for sid, sh in enumerate(search.shapes) if sh.mode == "pipe" and len(sh.parts) == 3]
+    assert sum(start_bound(search, sid) > search.root_lb[sid] * (1 + 1e-9) for sid in three) > len(three) // 2
+    exhaustive = ExhaustivePlanSearch(model, load_cluster(cluster), train)
+    checked = 0
+
+    def best_below(node: tuple) -> float:
+        nonlocal checked
+        if not any(node[3]):
+            return exhaustive.objective(node)
+        best = min((best_below(child) for child in exhaustive.children(node)), default=math.inf)
+        if best < math.inf:
+            assert search.time_bound(node) <= best * (1 + 1e-12), (search.shapes[node[1]], node[2], node[3])
+            checked += 1
+        return best
+
+    for sid in three:
+        best_below(exhaustive.start_node(sid))
+    assert checked > 50
+    same_optimum(search.search(prune_level=False), exhaustive.search(prune_level=False))
 
 
 def hap_completions(exhaustive: ExhaustivePlanSearch, node: tuple, out: dict) -> float:

@@ -29,11 +29,12 @@ from yewpy.apps.dnn.cost import (
 )
 from yewpy.apps.dnn.planner._packing import least_packing
 from yewpy.apps.dnn.planner.shares import water_fill
-from yewpy.apps.dnn.planner.stage_floor import Mode, PairFloor, StageFloor
+from yewpy.apps.dnn.planner.stage_floor import PARTS_LIMIT, Mode, PartsFloor, StageFloor
 
 SAFETY = 1.0 - 1e-9  # bounds are shrunk by this factor against rounding
 FLOOR_STEPS = 10  # bisection steps of the stage floor: within 0.05% of its bracket's low end
 PER_LAYER_BUCKETS = 4  # stage-floor modes per per-layer ZeRO option: sharded shares in quarters
+PARTS_SPLITS = 4096  # the most splits of its stages over its parts a shape's several-part floor tracks
 
 
 class Bounds:
@@ -81,31 +82,32 @@ class Bounds:
         return self._bound_state(sid, lo, counts, S, X, E, stages[-1][0] if stages else None) * SAFETY
 
     def _bound_state(self, sid: int, lo: int, counts: tuple, S: tuple, X: tuple, E: float,
-                     last: int | None = None, pair: bool = True) -> float:
+                     last: int | None = None, reached: bool = True) -> float:
         """A lower bound on the time of every completion of the state: the state's own sums and
         maxima joined with the remaining blocks' floors (``_floors``), and in pipe mode one more
         wide-area send where the last stage's part ``last`` is at a site no remaining part is at. It
         never decreases in S, X or E, so a state the bound prunes also prunes every state it
-        dominates (the dominance memo compares states of one last part). ``pair``: with the
-        two-part stage floor, computed for a shape the first time one of its states is bounded
-        (``_pair_floor``; the root bounds that order the shapes leave it out)."""
+        dominates (the dominance memo compares states of one last part). ``reached``: with the
+        several-part stage floor and the hap floors, computed for a shape the first time one of
+        its states is bounded (``_parts_floor``; the root bounds that order the shapes leave them
+        out)."""
         sh = self.shapes[sid]
         floors = self._floors(sid, lo, counts)
         if sh.mode == "pipe":
             floor = self.stage_floors[sid]  # the stage floor bounds the Jensen term's quantity
-            if pair and len(sh.parts) == 2:
-                two = self._pair_floor(sid)
-                floor = two if two > floor else floor
+            if reached and len(sh.parts) > 1:
+                several = self._parts_floor(sid)
+                floor = several if several > floor else floor
             if floor > floors[2]:
                 floors = (floors[0], floors[1], floor)
             if last is not None and self._sites > 1 and self._leaves_its_site(sid, counts, last):
                 floors = self._with_crossings(sid, floors, 1)
             return pipe_bound(floors, S[0], X[0], E, sh.div, sh.c1)
-        if pair and lo == 0 and sh.p == 1:
+        if reached and lo == 0 and sh.p == 1:
             return self._hap_one_stage(sid)  # the start node of a one-stage shape: its options are its plans
         A, Xs = [], []
         for c, (total, x_lb) in enumerate(floors):
-            if pair and lo == 0 and sh.p > 1:  # the hap floor of the whole shape, when it is reached
+            if reached and lo == 0 and sh.p > 1:  # the hap floor of the whole shape, when it is reached
                 x_lb = self._hap_root(sid, c, x_lb)
             if x_lb == math.inf:
                 return math.inf  # no cut of the blocks left fits this class's memory
@@ -130,8 +132,8 @@ class Bounds:
         R = self.n - lo
         if sh.mode == "pipe":
             floors, largest = self._pipe_time_floors(sid, lo, counts)
-            if q and 0 < lo and len(sh.parts) == 2 and sh.c1 >= 1:  # memory counted, as the whole shape's
-                ev = self._pair_suffix(sid, lo, counts, sh.c1 * largest)
+            if q and 0 < lo and len(sh.parts) > 1 and sh.c1 >= 1:  # memory counted, as the whole shape's
+                ev = self._parts_suffix(sid, lo, counts, sh.c1 * largest)
                 if ev > floors[2]:
                     floors = (floors[0], floors[1], ev)
             return floors
@@ -145,15 +147,15 @@ class Bounds:
             out.append((total, x_lb))
         return tuple(out)
 
-    def _floors_without_pair(self, sid: int, lo: int, counts: tuple) -> tuple:
-        """``_floors`` of a pipe state without the two-part floor of the stages left: every term at
-        most ``_floors``' (the two-part floor raises only the Jensen term), and cheaper, so a slot is
+    def _floors_without_parts(self, sid: int, lo: int, counts: tuple) -> tuple:
+        """``_floors`` of a pipe state without the several-part floor of the stages left: every term at
+        most ``_floors``' (the several-part floor raises only the Jensen term), and cheaper, so a slot is
         tested against these first."""
         return self._pipe_time_floors(sid, lo, counts)[0]
 
     def _pipe_time_floors(self, sid: int, lo: int, counts: tuple) -> tuple:
         """A pipe state's time floors with its wide-area crossings, and their largest stage before
-        the crossings (the two-part floor's start). Cached."""
+        the crossings (the several-part floor's start). Cached."""
         key = (sid, lo, counts)
         hit = self._time_floors_cache.get(key)
         if hit is not None:
@@ -188,7 +190,7 @@ class Bounds:
 
     def _hap_root(self, sid: int, i: int, low: float) -> float:
         """``_hap_suffix`` of all of hap shape ``sid``'s stages on class ``i``, cached. Like the
-        two-part floor, it is left out of the root bounds that order the shapes and computed when
+        several-part floor, it is left out of the root bounds that order the shapes and computed when
         the search first bounds one of the shape's states: many hap shapes are pruned first."""
         hit = self._hap_roots.get((sid, i))
         if hit is None:
@@ -515,41 +517,43 @@ class Bounds:
         if floor > -math.inf:
             self.stage_floors[sid] = floor
             self.root_lb[sid] = self._bound_state(sid, 0, self.start_counts(sid), *self.zero_state(sid),
-                                                  pair=False)
+                                                  reached=False)
 
-    def _pair_floor(self, sid: int) -> float:
-        """``stage_floor`` of a pipe shape on two parts (two GPU kinds, or a pair and a group): the
-        same cut with each stage on either part, as many on each as the shape has (``PairFloor``);
+    def _parts_floor(self, sid: int) -> float:
+        """``stage_floor`` of a pipe shape on several parts (GPU kinds, or a pair and a group): the
+        same cut with each stage on any part, as many on each as the shape has (``PartsFloor``);
         -inf for DAPPLE's two widths (their stages take different shares of a micro-batch), where
-        per-layer TP is searched, or c1 < 1. Computed when the search first bounds one of the
-        shape's states (many two-part shapes are pruned by their time-only root bounds first), then
-        cached with its compiled cut (``_pair_cores``, for ``_pair_suffix``)."""
-        hit = self._pair_floors.get(sid)
+        per-layer TP is searched, c1 < 1, or past ``PARTS_SPLITS``. Computed when the search first
+        bounds one of the shape's states (many such shapes are pruned by their time-only root
+        bounds first), then cached with its compiled cut (``_parts_cores``, for ``_parts_suffix``)."""
+        hit = self._parts_floors.get(sid)
         if hit is None:
-            hit = self._pair_floors[sid] = self._new_pair_floor(sid)
+            hit = self._parts_floors[sid] = self._new_parts_floor(sid)
         return hit
 
-    def _new_pair_floor(self, sid: int) -> float:
-        """What ``_pair_floor`` caches: the floor, its compiled cut kept in ``_pair_cores``."""
+    def _new_parts_floor(self, sid: int) -> float:
+        """What ``_parts_floor`` caches: the floor, its compiled cut kept in ``_parts_cores``."""
         sh = self.shapes[sid]
-        if sh.c1 < 1 or sh.uneven or self.widenable(sid):
+        if sh.c1 < 1 or sh.uneven or self.widenable(sid) or len(sh.parts) > PARTS_LIMIT \
+                or math.prod(stages + 1 for _, stages, _, _ in sh.parts) > PARTS_SPLITS:
             return -math.inf
-        floors = [self._part_floor(sid, part, self._floor_modes) for part in (0, 1)]
-        pair = self._pair_cores[sid] = PairFloor(floors[0], floors[1], sh.parts[0][1], sh.parts[1][1])
-        low = sh.c1 * self._time_floors(sid, 0, sh.p, [(0, sh.parts[0][1]), (1, sh.parts[1][1])])[1]
-        return low if pair.cuts(low) else pair.least(low, math.inf, FLOOR_STEPS)
+        parts = range(len(sh.parts))
+        floors = [self._part_floor(sid, part, self._floor_modes) for part in parts]
+        core = self._parts_cores[sid] = PartsFloor(floors, [sh.parts[i][1] for i in parts])
+        low = sh.c1 * self._time_floors(sid, 0, sh.p, [(i, sh.parts[i][1]) for i in parts])[1]
+        return low if core.cuts(low) else core.least(low, math.inf, FLOOR_STEPS)
 
-    def _pair_suffix(self, sid: int, lo: int, counts: tuple, low: float) -> float:
-        """``_pair_floor`` for the stages a node has left (``counts`` per part) over blocks [lo, n),
-        given ``low``, a value known to be at most it; -inf where the shape has no two-part floor."""
-        self._pair_floor(sid)  # makes the shape's compiled cut where it has one
-        core = self._pair_cores.get(sid)
+    def _parts_suffix(self, sid: int, lo: int, counts: tuple, low: float) -> float:
+        """``_parts_floor`` for the stages a node has left (``counts`` per part) over blocks [lo, n),
+        given ``low``, a value known to be at most it; -inf where the shape has no such floor."""
+        self._parts_floor(sid)  # makes the shape's compiled cut where it has one
+        core = self._parts_cores.get(sid)
         if core is None:
             return -math.inf
-        first = self.shapes[sid].p - counts[0] - counts[1]
-        if core.cuts(low, lo, first, counts[0], counts[1]):
+        first = self.shapes[sid].p - sum(counts)
+        if core.cuts(low, lo, first, counts):
             return low
-        return core.least(low, math.inf, FLOOR_STEPS, lo, first, counts[0], counts[1])
+        return core.least(low, math.inf, FLOOR_STEPS, lo, first, counts)
 
     def _suffix_floor(self, sid: int, lo: int, q: int, low: float) -> float:
         """``stage_floor`` for the last q stages over blocks [lo, n) (the stages a node has left),
@@ -584,7 +588,7 @@ class Bounds:
         prefix sums). Latencies of expert all-reduces are left out (a floor may be low). "block"
         is relaxed to the time of no recompute and the activations of recomputing every block
         where that stores less: its least time and memory at any count. ``part``: the shape's part
-        whose tables ``tab`` are (a two-part shape's floor has modes per part)."""
+        whose tables ``tab`` are (a several-part shape's floor has modes per part)."""
         sh, tr, arrays = self.shapes[sid], self.train, tab.arrays()
         c1, t = sh.c1, tab.t
         params, expert, dense = arrays["params"], arrays["expert"], arrays["dense"]

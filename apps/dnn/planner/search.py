@@ -73,8 +73,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
         "_stage_floor_cores", "_wan_cache", "_kind_cache", "_table_keys", "_twins_cache", "_ratio_cache",
         "_ranking",
-        "_leave_cache", "_blocks_cache", "_packing_cache", "_mixed_floors_cache", "_pair_floors",
-        "_pair_cores", "_hap_cores", "_hap_roots", "_time_floors_cache", "_modes_cache", "_parts_cache",
+        "_leave_cache", "_blocks_cache", "_packing_cache", "_mixed_floors_cache", "_parts_floors",
+        "_parts_cores", "_hap_cores", "_hap_roots", "_time_floors_cache", "_modes_cache", "_parts_cache",
     })
 
     def __deepcopy__(self, memo: dict) -> PlanSearch:
@@ -135,8 +135,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._twins_cache: dict = {}  # shape -> its interchangeable parts (_twins)
         self._ratio_cache: dict = {}  # (table, part 0's table) -> the time ratios (bounds._time_ratios)
         self._stage_floor_cores: dict = {}  # shape -> its compiled StageFloor (bounds._suffix_floor)
-        self._pair_floors: dict = {}  # shape -> its two-part stage floor, once reached (bounds._pair_floor)
-        self._pair_cores: dict = {}  # shape -> its compiled PairFloor, for the stages a node has left
+        self._parts_floors: dict = {}  # shape -> its several-part stage floor, once reached (_parts_floor)
+        self._parts_cores: dict = {}  # shape -> its compiled PartsFloor, for the stages a node has left
         self._time_floors_cache: dict = {}  # (shape, blocks used, stages left) -> bounds._pipe_time_floors
         self._modes_cache: dict = {}  # what they read -> a stage floor's modes (bounds._floor_modes)
         # (hap shape, class) -> its floor from the first block (bounds._hap_root); (shape, None) -> a
@@ -149,12 +149,12 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self.floors = [self.memory_floor(i) for i in range(len(self.shapes))]
         # The root bounds start without the compiled floors: a one-part shape's stage floor is added
         # for the shapes the seed ranks and then for those whose root bound the seed's bar does not
-        # prune (``_stage_floored``); the two-part and hap floors when the search reaches a shape.
+        # prune (``_stage_floored``); the several-part and hap floors when the search reaches a shape.
         self.stage_floors = [-math.inf if need <= usable else math.inf for need, usable in self.floors]
         self._staged = [False] * len(self.shapes)
         self.root_lb = [
-            self._bound_state(i, 0, self.start_counts(i), *self.zero_state(i), pair=False) if need <= usable
-            else math.inf for i, (need, usable) in enumerate(self.floors)
+            self._bound_state(i, 0, self.start_counts(i), *self.zero_state(i), reached=False)
+            if need <= usable else math.inf for i, (need, usable) in enumerate(self.floors)
         ]
         if self.pruning:
             self.seed_bar = self._seed()
@@ -253,7 +253,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         elif tag == "dp":
             for sid in self.forms[node[1]][1][node[2]]:
                 # pruned on its root bound before its start node is bounded (which would compute
-                # the shape's two-part floor: bounds._pair_floor)
+                # the shape's several-part floor: bounds._parts_floor)
                 if self.pruning and self.root_lb[sid] * SAFETY > self._limit(sid):
                     continue
                 yield self.start_node(sid)
@@ -318,8 +318,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                             # time): the test only grows with k, and the longer slots are pruned too.
                             longer_dead.add(part)
                         continue
-                # the floors without the two-part one first (cheaper): most slots end there
-                cheap = self._floors_without_pair(sid, lo + k, newcounts)
+                # the floors without the several-part one first (cheaper): most slots end there
+                cheap = self._floors_without_parts(sid, lo + k, newcounts)
                 if pipe_bound(cheap, S0 + x, xm, E, div, c1) * SAFETY > limit:
                     continue
                 floors = self._floors(sid, lo + k, newcounts)

@@ -63,10 +63,10 @@ class Seeding:
 
     def _start_bound(self, sid: int) -> float:
         """Shape ``sid``'s start-node bound: its root bound with the floor the constructor left out
-        of it: a two-part or hap shape's is bounded again with it; a one-part shape's stage floor
+        of it: a several-part or hap shape's is bounded again with it; a one-part shape's stage floor
         is added to its root bound (``_stage_floored``)."""
         sh = self.shapes[sid]
-        if sh.mode == "hap" or len(sh.parts) == 2:
+        if sh.mode == "hap" or len(sh.parts) > 1:
             return self._bound_state(sid, 0, self.start_counts(sid), *self.zero_state(sid))
         self._stage_floored(sid)
         return self.root_lb[sid]

@@ -1,4 +1,4 @@
-"""The memory-aware stage floor of a pipeline shape on one or two parts: a min-max cut of the blocks
+"""The memory-aware stage floor of a pipeline shape on one part or several: a min-max cut of the blocks
 into the shape's stages in which each stage may take only what fits in its memory.
 
 Eq. 1 charges c1 tau + exposed for the costliest stage, and where memory binds the early stages,
@@ -6,8 +6,8 @@ which hold the most micro-batches, must recompute, shard their state with ZeRO (
 communication is then exposed) or take fewer blocks. :class:`StageFloor` answers, for one shape,
 whether the blocks cut into its p stages (empty ones allowed: a relaxation that keeps the greedy
 exact) so that every stage fits under some option at a cost of at most a cap (``cuts``), and
-bisects for the least such cap (``least``); :class:`PairFloor` does the same for a shape whose
-stages lie on two parts (two GPU kinds), so many on each in any order. Every option's cost over
+bisects for the least such cap (``least``); :class:`PartsFloor` does the same for a shape whose
+stages lie on several parts (GPU kinds), so many on each in any order. Every option's cost over
 blocks [lo, hi) is the largest of a few prefix-sum differences (``Mode.terms``), so a stage's reach
 under a cap is a bisection in a prefix array, and its reach in memory another. The loops are
 compiled (``_stage_floor``): the search asks this of hundreds of shapes.
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from yewpy.apps.dnn.planner._stage_floor import PairFloor, StageFloor
+from yewpy.apps.dnn.planner._stage_floor import PARTS_LIMIT, PartsFloor, StageFloor
 
-__all__ = ["Mode", "PairFloor", "StageFloor"]
+__all__ = ["PARTS_LIMIT", "Mode", "PartsFloor", "StageFloor"]
 
 
 @dataclass(frozen=True)

@@ -186,105 +186,143 @@ cdef class StageFloor:
         return low
 
 
-cdef class PairFloor:
-    """The same cuts for a pipeline whose stages lie on two parts (two GPU kinds, or two widths),
+cdef enum:
+    MAX_PARTS = 8  # a pipeline's stages lie on at most this many parts
+
+PARTS_LIMIT = MAX_PARTS  # the most parts a PartsFloor takes
+
+
+cdef class PartsFloor:
+    """The same cuts for a pipeline whose stages lie on several parts (GPU kinds, or widths),
     ``counts[i]`` stages on part i in any order: ``floors[i]`` (a StageFloor of the shape's p stages
     on part i) says how far a stage of part i reaches. After j stages, the farthest block reached
-    with a of them on part 0 is kept for each a: reaching further never hurts (a stage's least cost
-    never falls as it gains blocks), so the greedy per count is exact with empty stages allowed."""
+    is kept for each split of them over the parts (a vector of counts): reaching further never hurts
+    (a stage's least cost never falls as it gains blocks), so the greedy per split is exact with
+    empty stages allowed."""
 
-    cdef StageFloor first, second
-    cdef int count0, count1, p, n
+    cdef tuple floors
+    cdef int k, p, n, size
+    cdef int counts[MAX_PARTS]
+    cdef int* cur            # per split (mixed radix over counts + 1): the farthest block, -1 if none
+    cdef int* nxt
+    cdef int* reach          # per part and start block: the reach asked at this stage ...
+    cdef int* asked          # ... and the stage it was asked at (+1), so nothing is reset per stage
 
-    def __cinit__(self, StageFloor first, StageFloor second, int count0, int count1):
-        if count0 < 0 or count1 < 0 or count0 + count1 != first.p or first.p != second.p \
-                or first.n != second.n:
-            raise ValueError("a pair floor needs two floors of one shape and its stage counts")
-        self.first, self.second = first, second
-        self.count0, self.count1, self.p, self.n = count0, count1, first.p, first.n
-
-    cdef bint _cuts(self, double cap, int lo, int first, int count0, int count1) except -1:
-        cdef int j, a, b, n = self.n, size = count0 + 1
-        cdef int pos0, pos1, reach0, reach1  # the last start asked of each part at this stage, its reach
-        cdef int* cur
-        cdef int* nxt
-        cdef int* swap
-        cdef bint done = lo >= n
-        if done:
-            return True
-        cur = <int*> malloc(size * sizeof(int))
-        nxt = <int*> malloc(size * sizeof(int))
-        if not cur or not nxt:
-            free(cur)
-            free(nxt)
+    def __cinit__(self, floors, counts):
+        cdef int i, p = 0
+        cdef StageFloor floor
+        self.floors = tuple(floors)
+        self.k = len(self.floors)
+        if not 1 <= self.k <= MAX_PARTS or len(counts) != self.k:
+            raise ValueError(f"a parts floor takes 1 to {MAX_PARTS} floors and a stage count for each")
+        self.size = 1
+        for i in range(self.k):
+            floor = self.floors[i]
+            if counts[i] < 0 or floor.p != (<StageFloor> self.floors[0]).p or floor.n != (<StageFloor> self.floors[0]).n:
+                raise ValueError("a parts floor needs floors of one shape and its stage counts")
+            self.counts[i] = counts[i]
+            self.size *= counts[i] + 1
+            p += counts[i]
+        self.p, self.n = (<StageFloor> self.floors[0]).p, (<StageFloor> self.floors[0]).n
+        if p != self.p:
+            raise ValueError("a parts floor's stage counts add up to its shape's stages")
+        self.cur = <int*> malloc(self.size * sizeof(int))
+        self.nxt = <int*> malloc(self.size * sizeof(int))
+        self.reach = <int*> malloc(self.k * (self.n + 1) * sizeof(int))
+        self.asked = <int*> malloc(self.k * (self.n + 1) * sizeof(int))
+        if not self.cur or not self.nxt or not self.reach or not self.asked:
             raise MemoryError()
-        for a in range(size):
-            cur[a] = -1
-        cur[0] = lo
-        for j in range(count0 + count1):
-            for a in range(size):
-                nxt[a] = -1
-            pos0 = pos1 = -1  # counts that reached the same block ask the same of a part
-            for a in range(min(j, count0) + 1):
-                b = j - a
-                if cur[a] < 0 or b > count1:
-                    continue
-                if a < count0:
-                    if cur[a] != pos0:
-                        pos0, reach0 = cur[a], self.first._reach_stage(cap, cur[a], first + j)
-                    if reach0 > nxt[a + 1]:
-                        nxt[a + 1] = reach0
-                if b < count1:
-                    if cur[a] != pos1:
-                        pos1, reach1 = cur[a], self.second._reach_stage(cap, cur[a], first + j)
-                    if reach1 > nxt[a]:
-                        nxt[a] = reach1
-            swap = cur
-            cur = nxt
-            nxt = swap
-            for a in range(size):
-                if cur[a] >= n:
-                    done = True
-            if done:
-                break
-        free(cur)
-        free(nxt)
-        return done
 
-    cdef int _check(self, int lo, int first, int count0, int count1) except -1:
-        if count0 < 0 or count1 < 0 or count0 > self.count0 or count1 > self.count1 \
-                or first + count0 + count1 != self.p or not 0 <= lo <= self.n:
+    def __dealloc__(self):
+        free(self.cur)
+        free(self.nxt)
+        free(self.reach)
+        free(self.asked)
+
+    cdef bint _cuts(self, double cap, int lo, int first, const int* left) noexcept:
+        cdef int j, s, i, a, at, pos, got, rest, n = self.n, w = self.n + 1, stages = 0, size = 1
+        cdef int strides[MAX_PARTS]
+        cdef int* swap
+        cdef StageFloor floor
+        if lo >= n:
+            return True
+        for i in range(self.k):  # the splits of the stages left, in a radix of their own
+            strides[i] = size
+            size *= left[i] + 1
+            stages += left[i]
+        for s in range(size):
+            self.cur[s] = -1
+        for s in range(self.k * w):
+            self.asked[s] = 0
+        self.cur[0] = lo
+        for j in range(stages):
+            for s in range(size):
+                self.nxt[s] = -1
+            for s in range(size):
+                pos = self.cur[s]
+                if pos < 0:
+                    continue
+                rest = s
+                for i in range(self.k - 1, -1, -1):
+                    a = rest // strides[i]
+                    rest -= a * strides[i]
+                    if a >= left[i]:
+                        continue
+                    at = i * w + pos
+                    if self.asked[at] != j + 1:  # splits that reached the same block ask the same
+                        floor = <StageFloor> self.floors[i]
+                        self.reach[at] = floor._reach_stage(cap, pos, first + j)
+                        self.asked[at] = j + 1
+                    got = self.reach[at]
+                    if got >= n:
+                        return True
+                    if got > self.nxt[s + strides[i]]:
+                        self.nxt[s + strides[i]] = got
+            swap = self.cur
+            self.cur = self.nxt
+            self.nxt = swap
+        return False
+
+    cdef int _left(self, int lo, int first, counts, int* left) except -1:
+        cdef int i, stages = 0
+        if counts is None:
+            counts = [self.counts[i] for i in range(self.k)]
+        if len(counts) != self.k:
+            raise ValueError("one stage count per part")
+        for i in range(self.k):
+            left[i] = counts[i]
+            stages += left[i]
+            if not 0 <= left[i] <= self.counts[i]:
+                raise ValueError("a part's stage count is out of range")
+        if first + stages != self.p or not 0 <= lo <= self.n:
             raise ValueError("lo, first or the counts do not fit the shape")
         return 0
 
-    def cuts(self, double cap, int lo=0, int first=0, count0=None, count1=None) -> bool:
-        """Whether some cut of blocks [lo, n) into stages ``first`` .. p - 1, ``count0`` of them on
-        part 0 and ``count1`` on part 1 in some order (default: all of the shape's), empty ones
-        allowed, has every stage fitting under a mode of cost <= cap."""
-        c0 = self.count0 if count0 is None else count0
-        c1 = self.count1 if count1 is None else count1
-        self._check(lo, first, c0, c1)
-        return self._cuts(cap, lo, first, c0, c1)
+    def cuts(self, double cap, int lo=0, int first=0, counts=None) -> bool:
+        """Whether some cut of blocks [lo, n) into stages ``first`` .. p - 1, ``counts[i]`` of them
+        on part i in some order (default: all of the shape's), empty ones allowed, has every stage
+        fitting under a mode of cost <= cap."""
+        cdef int left[MAX_PARTS]
+        self._left(lo, first, counts, left)
+        return self._cuts(cap, lo, first, left)
 
-    def least(self, double low, double high, int steps, int lo=0, int first=0, count0=None,
-              count1=None) -> float:
+    def least(self, double low, double high, int steps, int lo=0, int first=0, counts=None) -> float:
         """As ``StageFloor.least``: a lower bound on the least cap that cuts (``cuts`` with the same
         start and counts), given that ``low`` does not and ``high`` does (or is inf); inf if none does."""
         cdef double mid
-        cdef int c0 = self.count0 if count0 is None else count0
-        cdef int c1 = self.count1 if count1 is None else count1
-        self._check(lo, first, c0, c1)
+        cdef int left[MAX_PARTS]
+        self._left(lo, first, counts, left)
         if high == INF:
             high = 1.5 * low if low > 0 else 1e-9
-            if not self._cuts(high, lo, first, c0, c1):
-                if not self._cuts(INF, lo, first, c0, c1):  # asked once: no cap below inf can cut
+            if not self._cuts(high, lo, first, left):
+                if not self._cuts(INF, lo, first, left):  # asked once: no cap below inf can cut
                     return INF
                 low, high = high, 2 * high
-                while not self._cuts(high, lo, first, c0, c1):
+                while not self._cuts(high, lo, first, left):
                     low, high = high, 2 * high
         for _ in range(steps):
             mid = (low + high) / 2
-            if self._cuts(mid, lo, first, c0, c1):
+            if self._cuts(mid, lo, first, left):
                 high = mid
             else:
                 low = mid
