@@ -98,7 +98,7 @@ def plan(
     best = describe(search, ranked[0][1])
     extras = dict(best)
     extras["top"] = [dict(describe(search, leaf)["plan"], iteration_seconds=value) for value, leaf in ranked]
-    extras["sensitivity"] = sensitivity(model, cluster, train, [leaf for _, leaf in ranked])
+    extras["sensitivity"] = sensitivity(model, cluster, train, [leaf for _, leaf in ranked], search.shapes)
     extras["launch"] = launch_lines(best["plan"], model, train, best["predicted"]["gpus"])
     extras["nodes"] = result.nodes
     result.seconds = time.perf_counter() - start
@@ -132,14 +132,16 @@ def refuse_at_root(search: PlanSearch) -> None:
             f"memory less {train.memory_reserve / 2**30:g} GiB)")
 
 
-def sensitivity(model: Model, cluster: Cluster, train: Training, leaves: list) -> dict | None:
+def sensitivity(model: Model, cluster: Cluster, train: Training, leaves: list,
+                shapes: list | None = None) -> dict | None:
     """The interval of network-bandwidth scale factors (all links x f, i.e. compute/network ratio / f)
-    over which the chosen plan stays the fastest of the top-K plans, from a sweep of f in 1/16..16."""
+    over which the chosen plan stays the fastest of the top-K plans, from a sweep of f in 1/16..16.
+    ``shapes``: the search's, which scaling the links does not change (not enumerated again)."""
     if len(leaves) < 2:
         return None
     wins = []
     for f in SWEEP:
-        s = PlanSearch(model, cluster.scaled(f, f), train, rank=False)
+        s = PlanSearch(model, cluster.scaled(f, f), train, rank=False, shapes=shapes)
         times = [s.replay(leaf) for leaf in leaves]
         wins.append(times[0] <= min(times))
     i = SWEEP.index(1.0)

@@ -867,3 +867,26 @@ def test_tensor_parallelism_across_nodes_loses_to_8x8(batch):
     assert min(times, key=times.get) == (8, 8), times
     free = plan(model, cluster, Training(batch, 2048, max_tp=32, fix={"dp": 1}), top=1).extras["plan"]
     assert free["tp"] <= 8                                      # no free plan puts TP across nodes
+
+
+@pytest.mark.parametrize("cluster, settings", [
+    ("dgx-a100-80g:2x8+dgx-v100-32g:2x8+dgx-h100-80g:1x8", {}),
+    ("dgx-a100-80g:2x8+dgx-v100-32g:2x8", {"mixed_tp": True}),
+    ("dgx-a100-80g:4x8", {"uniform_recompute": True, "stage_replication": True}),
+])
+def test_the_sensitivity_sweep_reuses_the_searchs_shapes(cluster, settings):
+    """``sensitivity`` hands the search's shapes to its replay searches on clusters whose links are
+    scaled: they are the shapes those clusters enumerate themselves, in the same order (a leaf names
+    its shape by index), and the replayed top plan keeps its time at x1."""
+    from yewpy.apps.dnn_plan import SWEEP
+
+    model = transformer("moe", layers=4, hidden=2048, heads=16, vocab=32000, seq=1024, experts=8)
+    train = Training(256, 1024, microbatches=(1, 2), **settings)
+    search = PlanSearch(model, load_cluster(cluster), train, top=3)
+    result = search.search()
+    for f in SWEEP:
+        scaled = load_cluster(cluster).scaled(f, f)
+        assert PlanSearch(model, scaled, train, rank=False).shapes == search.shapes, f
+    again = PlanSearch(model, load_cluster(cluster), train, rank=False, shapes=search.shapes)
+    assert again.replay(result.solutions[0][1]) == pytest.approx(result.solutions[0][0], rel=1e-12)
+    assert plan(model, load_cluster(cluster), train).extras["sensitivity"]["compared_with"] == 2

@@ -94,7 +94,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
 
     def __init__(
         self, model: Model, cluster: Cluster, train: Training, memo: bool = True, rank: bool = True,
-        top: int = 1,
+        top: int = 1, shapes: list[Shape] | None = None,
     ) -> None:
         self.given = cluster  # as the user gave it; ``cluster`` adds the paired groups of --mixed-tp
         self.covers: dict = {}  # a paired group's index -> its two real groups (--mixed-tp)
@@ -120,7 +120,9 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._minmax_cache: dict = {}
         self._jensen_cache: dict = {}
         self._floors_cache: dict = {}
-        self.shapes = self._shapes()
+        # ``shapes``: another search's, on a cluster that differs only in its links' speeds (the
+        # sensitivity sweep's), so they are not enumerated again
+        self.shapes = self._shapes() if shapes is None else shapes
         self.stage_floors = [-math.inf] * len(self.shapes)  # per shape: bounds.stage_floor, once ranked
         self._wan_cache: dict = {}  # shape -> the least wide-area send (bounds._wan_floor)
         self._leave_cache: dict = {}  # (shape, counts, last part) -> bounds._leaves_its_site
