@@ -14,6 +14,7 @@ python benchmarks/bench_dnn_plan.py two-kind 3    # two-kind clusters with and w
 python benchmarks/bench_dnn_plan.py hap-floor 3   # the same with and without the hap shapes' floors
 python benchmarks/bench_dnn_plan.py revisions /tmp/base/site 3  # two-kind clusters: this tree against another
 python benchmarks/bench_dnn_plan.py revisions /tmp/base/site 3 mixed  # three kinds and held-out mixes
+python benchmarks/bench_dnn_plan.py mixed-plans 3  # the same cases' whole planning time, as the CLI times it
 """
 
 from __future__ import annotations
@@ -330,6 +331,22 @@ def sites(mbps: float = 1000.0, limit: float = 120.0) -> None:
                       f"nodes, {result.status}, best {result.objective:.4f} s/iter", flush=True)
 
 
+def mixed_plans(repeat: int) -> None:
+    """Whole planning seconds (``plan``, what `yewpy dnn-plan` times: search, tie-break, sensitivity
+    sweep, launch arguments; ``--top 3``) on every mixed-kind case (``MIXED_KINDS``, ``TWO_KIND``,
+    ``TWO_KIND_UNSEEN``), the median of ``repeat`` runs in this process. Run it once per tree
+    (``PYTHONPATH`` set for another) and compare."""
+    for model, cluster, batch in MIXED_KINDS + TWO_KIND + TWO_KIND_UNSEEN:
+        runs = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            result = plan(load_model(model), load_cluster(cluster), Training(batch, 2048), top=3)
+            runs.append(time.perf_counter() - t0)
+        name = Path(model).stem if model.endswith(".json") else model
+        print(f"{statistics.median(runs):6.2f} s  {name} on {cluster}, B {batch}: "
+              f"{result.objective:.4f} s/iter", flush=True)
+
+
 def main() -> None:
     what = sys.argv[1]
     if what == "sites":
@@ -343,6 +360,8 @@ def main() -> None:
         two_kind(int(sys.argv[2]) if len(sys.argv) > 2 else 3, "pair" if what == "two-kind" else "hap")
     elif what == "mixed-tp":
         mixed_tp(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
+    elif what == "mixed-plans":
+        mixed_plans(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
     elif what == "cli":
         cli(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
     elif what == "gpt3":
