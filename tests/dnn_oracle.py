@@ -74,3 +74,25 @@ def check_options_above_floor_modes(search: PlanSearch, wanted: Callable[[int, i
                         assert below, (sid, lo, hi, j, rc, z)
                         checked += 1
     return checked
+
+
+def check_bounds_below_completions(search: PlanSearch, exhaustive: PlanSearch, sids: list[int],
+                                   wanted: Callable[[tuple], bool]) -> int:
+    """Walk the exhaustive tree of each shape in ``sids`` and assert that at every stage node with
+    ``wanted(node)`` below which a plan exists, ``search``'s bound is at most the best leaf below it
+    (the subtree's own walk, independent of any bound); the count checked."""
+    checked = 0
+
+    def best_below(node: tuple) -> float:
+        nonlocal checked
+        if not any(node[3]):
+            return exhaustive.objective(node)
+        best = min((best_below(child) for child in exhaustive.children(node)), default=math.inf)
+        if best < math.inf and wanted(node):
+            assert search.time_bound(node) <= best, (search.shapes[node[1]], node[2], node[3])
+            checked += 1
+        return best
+
+    for sid in sids:
+        best_below(exhaustive.start_node(sid))
+    return checked

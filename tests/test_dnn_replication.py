@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from dnn_oracle import brute_force, small_model
+from dnn_oracle import brute_force, check_bounds_below_completions, small_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -217,21 +217,9 @@ def test_mixed_part_floors_never_exceed_a_completion(cluster, replication):
     model = small_model(4, 4096)
     train = Training(32, 1024, microbatches=(1, 2), memory_fraction=0.5, stage_replication=replication)
     search = ExhaustivePlanSearch(model, load_cluster(cluster), train)
-    checked = 0
 
-    def best_below(node: tuple) -> float:
-        nonlocal checked
-        if not any(node[3]):
-            return search.objective(node)
-        best = min((best_below(child) for child in search.children(node)), default=math.inf)
-        sh = search.shapes[node[1]]
-        live = [i for i, c in enumerate(node[3]) if c]
-        if len({search._gpu_kind(node[1], i) for i in live}) > 1 and best < math.inf:
-            assert search.time_bound(node) <= best, (sh, node[2], node[3])
-            checked += 1
-        return best
+    def mixed(node: tuple) -> bool:  # the live parts differ in kind
+        return len({search._gpu_kind(node[1], i) for i, c in enumerate(node[3]) if c}) > 1
 
-    for sid in range(len(search.shapes)):
-        if search.shapes[sid].mode == "pipe" and len(search.shapes[sid].parts) > 1:
-            best_below(search.start_node(sid))
-    assert checked > 50
+    sids = [sid for sid, sh in enumerate(search.shapes) if sh.mode == "pipe" and len(sh.parts) > 1]
+    assert check_bounds_below_completions(search, search, sids, mixed) > 50

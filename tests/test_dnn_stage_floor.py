@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from dnn_oracle import check_bounds_below_completions
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -261,21 +262,7 @@ def test_three_kind_floor_never_exceeds_a_completion(cluster, layers, hidden, me
     three = [sid for sid, sh in enumerate(search.shapes) if sh.mode == "pipe" and len(sh.parts) == 3]
     assert sum(start_bound(search, sid) > search.root_lb[sid] * (1 + 1e-9) for sid in three) > len(three) // 2
     exhaustive = ExhaustivePlanSearch(model, load_cluster(cluster), train)
-    checked = 0
-
-    def best_below(node: tuple) -> float:
-        nonlocal checked
-        if not any(node[3]):
-            return exhaustive.objective(node)
-        best = min((best_below(child) for child in exhaustive.children(node)), default=math.inf)
-        if best < math.inf:
-            assert search.time_bound(node) <= best * (1 + 1e-12), (search.shapes[node[1]], node[2], node[3])
-            checked += 1
-        return best
-
-    for sid in three:
-        best_below(exhaustive.start_node(sid))
-    assert checked > 50
+    assert check_bounds_below_completions(search, exhaustive, three, lambda node: True) > 50
     same_optimum(search.search(prune_level=False), exhaustive.search(prune_level=False))
 
 
