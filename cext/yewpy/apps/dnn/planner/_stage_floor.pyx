@@ -36,11 +36,40 @@ cdef const double[::1] _doubles(values, int width):
     return out
 
 
-cdef class StageFloor:
+cdef class _Bisected:
+    """The least cap at which a cut exists, by bisection: ``_least`` over ``_cut_at``, which a
+    subclass answers for the start its public ``least`` set."""
+
+    cdef bint _cut_at(self, double cap) noexcept:
+        return False
+
+    cdef double _least(self, double low, double high, int steps) noexcept:
+        """A lower bound on the least cap that cuts, given that ``low`` does not and ``high`` does (or
+        is inf): ``steps`` bisections, after doubling ``high`` until it cuts; inf if none does."""
+        cdef double mid
+        if high == INF:
+            high = 1.5 * low if low > 0 else 1e-9
+            if not self._cut_at(high):
+                if not self._cut_at(INF):  # asked once: no cap below inf can cut
+                    return INF
+                low, high = high, 2 * high
+                while not self._cut_at(high):
+                    low, high = high, 2 * high
+        for _ in range(steps):
+            mid = (low + high) / 2
+            if self._cut_at(mid):
+                high = mid
+            else:
+                low = mid
+        return low
+
+
+cdef class StageFloor(_Bisected):
     """Cuts of blocks [0, n) into ``len(inflight)`` stages under ``modes`` (``stage_floor.Mode``):
     ``cuts(cap)`` and ``least(low, high, steps)``."""
 
     cdef int n, p, modes, width
+    cdef int at_lo, at_first  # where ``least`` cuts from
     cdef double t, usable
     cdef double* params
     cdef double* expert
@@ -162,28 +191,17 @@ cdef class StageFloor:
             raise ValueError("lo or first out of range")
         return self._cuts(cap, lo, first)
 
+    cdef bint _cut_at(self, double cap) noexcept:
+        return self._cuts(cap, self.at_lo, self.at_first)
+
     def least(self, double low, double high, int steps, int lo=0, int first=0) -> float:
         """A lower bound on the least cap that cuts (``cuts(cap, lo, first)``), given that ``low``
         does not and ``high`` does (or is inf): ``steps`` bisections, after doubling ``high`` until
         it cuts; inf if none does."""
-        cdef double mid
         if not (0 <= lo <= self.n and 0 <= first <= self.p):
             raise ValueError("lo or first out of range")
-        if high == INF:
-            high = 1.5 * low if low > 0 else 1e-9
-            if not self._cuts(high, lo, first):
-                if not self._cuts(INF, lo, first):  # asked once: no cap below inf can cut
-                    return INF
-                low, high = high, 2 * high
-                while not self._cuts(high, lo, first):
-                    low, high = high, 2 * high
-        for _ in range(steps):
-            mid = (low + high) / 2
-            if self._cuts(mid, lo, first):
-                high = mid
-            else:
-                low = mid
-        return low
+        self.at_lo, self.at_first = lo, first
+        return self._least(low, high, steps)
 
 
 cdef enum:
@@ -192,7 +210,7 @@ cdef enum:
 PARTS_LIMIT = MAX_PARTS  # the most parts a PartsFloor takes
 
 
-cdef class PartsFloor:
+cdef class PartsFloor(_Bisected):
     """The same cuts for a pipeline whose stages lie on several parts (GPU kinds, or widths),
     ``counts[i]`` stages on part i in any order: ``floors[i]`` (a StageFloor of the shape's p stages
     on part i) says how far a stage of part i reaches. After j stages, the farthest block reached
@@ -202,6 +220,8 @@ cdef class PartsFloor:
 
     cdef tuple floors
     cdef int k, p, n, size
+    cdef int at_lo, at_first  # where ``least`` cuts from, with ``at_left`` stages per part
+    cdef int at_left[MAX_PARTS]
     cdef int counts[MAX_PARTS]
     cdef int* cur            # per split (mixed radix over counts + 1): the farthest block, -1 if none
     cdef int* nxt
@@ -306,24 +326,12 @@ cdef class PartsFloor:
         self._left(lo, first, counts, left)
         return self._cuts(cap, lo, first, left)
 
+    cdef bint _cut_at(self, double cap) noexcept:
+        return self._cuts(cap, self.at_lo, self.at_first, self.at_left)
+
     def least(self, double low, double high, int steps, int lo=0, int first=0, counts=None) -> float:
         """As ``StageFloor.least``: a lower bound on the least cap that cuts (``cuts`` with the same
         start and counts), given that ``low`` does not and ``high`` does (or is inf); inf if none does."""
-        cdef double mid
-        cdef int left[MAX_PARTS]
-        self._left(lo, first, counts, left)
-        if high == INF:
-            high = 1.5 * low if low > 0 else 1e-9
-            if not self._cuts(high, lo, first, left):
-                if not self._cuts(INF, lo, first, left):  # asked once: no cap below inf can cut
-                    return INF
-                low, high = high, 2 * high
-                while not self._cuts(high, lo, first, left):
-                    low, high = high, 2 * high
-        for _ in range(steps):
-            mid = (low + high) / 2
-            if self._cuts(mid, lo, first, left):
-                high = mid
-            else:
-                low = mid
-        return low
+        self._left(lo, first, counts, self.at_left)
+        self.at_lo, self.at_first = lo, first
+        return self._least(low, high, steps)
