@@ -360,3 +360,23 @@ def test_the_packing_floor_is_the_least_t_at_which_the_stages_hold_every_block(p
     candidates = sorted({start, *(x for p in prefixes for x in p if x > start)})
     expected = next((t for t in candidates if held(t) >= blocks), math.inf)
     assert least_packing(prefixes, counts, blocks, start) == expected
+
+
+def test_shapes_past_the_split_limit_keep_the_time_floors(monkeypatch):
+    """On four GPU kinds, shapes of four parts get the several-part floor; past ``PARTS_SPLITS``
+    (here every shape) they keep the time-only floors, and both searches find the same plans."""
+    import yewpy.apps.dnn.planner.bounds as bounds
+
+    model = transformer("small", layers=6, hidden=2048, heads=16, vocab=32000, seq=1024)
+    cluster = "dgx-a100-80g:1x4+dgx-v100-32g:1x4+dgx-h100-80g:1x4+dgx-a100-40g:1x4"
+    train = Training(64, 1024, microbatches=(1, 2), memory_fraction=0.3)
+    search = PlanSearch(model, load_cluster(cluster), train, top=3)
+    with_floor = search.search()
+    assert any(len(search.shapes[sid].parts) == 4 and floor > -math.inf
+               for sid, floor in search._parts_floors.items())
+    monkeypatch.setattr(bounds, "PARTS_SPLITS", 1)
+    without = PlanSearch(model, load_cluster(cluster), train, top=3)
+    result = without.search()
+    assert without._parts_floors and all(floor == -math.inf for floor in without._parts_floors.values())
+    assert [v for v, _ in result.solutions] == [v for v, _ in with_floor.solutions]
+    assert with_floor.nodes < result.nodes
