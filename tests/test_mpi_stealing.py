@@ -80,7 +80,9 @@ def test_a_thiefs_doorbell_ends_its_victims_long_slice():
     rung = _uts_t3(2, {"YEWPY_SLICE_TARGET": "1"})
     assert rung["nodes"] == exact == 4112897
     assert sum(r["doorbells_rung"] for r in rung["metrics"]["per_rank"]) >= 1
-    assert rung["metrics"]["protocol"]["steal_latency_max"] < 0.3
+    # well under the second-long slice a victim would finish first without the bell (mpich reads
+    # 3-16 ms here; Open MPI on the loaded 2-core CI machine once read 0.305 s)
+    assert rung["metrics"]["protocol"]["steal_latency_max"] < 0.6
     quiet = _uts_t3(2, {"YEWPY_DOORBELLS": "0"})
     assert quiet["nodes"] == exact
     assert all(r["doorbells_rung"] == 0 for r in quiet["metrics"]["per_rank"])
