@@ -219,7 +219,7 @@ cdef class PartsFloor(_Bisected):
     empty stages allowed."""
 
     cdef tuple floors
-    cdef int k, p, n, size
+    cdef int k, p, n
     cdef int at_lo, at_first  # where ``least`` cuts from, with ``at_left`` stages per part
     cdef int at_left[MAX_PARTS]
     cdef int counts[MAX_PARTS]
@@ -229,25 +229,25 @@ cdef class PartsFloor(_Bisected):
     cdef int* asked          # ... and the stage it was asked at (+1), so nothing is reset per stage
 
     def __cinit__(self, floors, counts):
-        cdef int i, p = 0
+        cdef int i, stages = 0, splits = 1
         cdef StageFloor floor
         self.floors = tuple(floors)
         self.k = len(self.floors)
         if not 1 <= self.k <= MAX_PARTS or len(counts) != self.k:
             raise ValueError(f"a parts floor takes 1 to {MAX_PARTS} floors and a stage count for each")
-        self.size = 1
+        floor = self.floors[0]
+        self.p, self.n = floor.p, floor.n
         for i in range(self.k):
             floor = self.floors[i]
-            if counts[i] < 0 or floor.p != (<StageFloor> self.floors[0]).p or floor.n != (<StageFloor> self.floors[0]).n:
+            if counts[i] < 0 or floor.p != self.p or floor.n != self.n:
                 raise ValueError("a parts floor needs floors of one shape and its stage counts")
             self.counts[i] = counts[i]
-            self.size *= counts[i] + 1
-            p += counts[i]
-        self.p, self.n = (<StageFloor> self.floors[0]).p, (<StageFloor> self.floors[0]).n
-        if p != self.p:
+            splits *= counts[i] + 1
+            stages += counts[i]
+        if stages != self.p:
             raise ValueError("a parts floor's stage counts add up to its shape's stages")
-        self.cur = <int*> malloc(self.size * sizeof(int))
-        self.nxt = <int*> malloc(self.size * sizeof(int))
+        self.cur = <int*> malloc(splits * sizeof(int))
+        self.nxt = <int*> malloc(splits * sizeof(int))
         self.reach = <int*> malloc(self.k * (self.n + 1) * sizeof(int))
         self.asked = <int*> malloc(self.k * (self.n + 1) * sizeof(int))
         if not self.cur or not self.nxt or not self.reach or not self.asked:
