@@ -147,6 +147,30 @@ cdef class Prober:
                 break
         return generated
 
+    def expand(self, node, long long depth, incumbent=None):
+        """The children the engine generates at ``node`` (at ``depth``; None: the root) under
+        ``incumbent``, in order, as ``count`` counts them: each as a node (``dump``) where the
+        engine would expand it, None where its bound cuts it off."""
+        cdef Core core = self.core
+        cdef double inc = core.sign * incumbent if incumbent is not None else 0.0
+        cdef bint has_inc = incumbent is not None
+        cdef int step
+        cdef list children = []
+        if depth + 1 >= self.max_depth:
+            return children
+        self._frames(2)
+        if node is None:
+            core.set_root()
+        else:
+            core.load(node)
+        core.open(0)
+        while core.next(0, 1):
+            step = self._step(1, inc, has_inc)
+            children.append(core.dump(1) if step == EXPAND else None)
+            if step == STOP:
+                break
+        return children
+
     def mean_from(self, node, long long depth, long long probes, incumbent=None):
         """The mean of ``probes`` probes of the subtree under ``node`` (at ``depth``), node included;
         these do not count among the probes of the whole tree."""

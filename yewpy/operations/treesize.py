@@ -34,6 +34,10 @@ NOTHING_LEFT: Left = (0.0, 0.0, None)
 POOL_PROBES = 16
 #: Knuth probes needed before their estimate is combined with the recursive one
 TRUSTED_PROBES = 30
+#: the widest level that the count of an unexplored child's top keeps (nodes, as ``dump`` gives)
+TOP_WIDTH = 1 << 15
+#: the share of the probes' time that counting the tops of unexplored children may take
+TOP_SHARE = 0.5
 
 
 def merge_rows(a: Row, b: Row, sign: float) -> Row:
@@ -139,18 +143,85 @@ def closed_enough(closed: list, depth: int) -> bool:
     return depth < len(closed) and closed[depth][0] >= 2
 
 
-def stack_left(frames: list, closed: list, count: Any, probe: Any) -> tuple[float, float]:
+class TopLevels:
+    """The top of an unexplored subtree counted exactly, breadth first, a level at a time: per
+    level, the nodes the engine generates and those it expands. Near the root few subtrees have
+    closed and their mean size is mostly luck (a geometric tree's is dominated by rare big ones);
+    counting a child's top levels and sizing only its deepest counted level by the closed strata
+    there, which are well sampled, pins the estimate down (``stack_left``)."""
+
+    def __init__(self, prober: Any, node: Any, depth: int, width: int = TOP_WIDTH) -> None:
+        self.prober = prober
+        self.depth = depth                          # of ``node``, the subtree's root
+        self.width = width
+        expanded = node is not None
+        self.generated = [1]                        # per level counted: nodes generated
+        self.expanded = [int(expanded)]             # and those the engine expands
+        self.level: list = [node] if expanded else []   # the deepest counted level's expanded nodes
+        self.cursor = 0                             # how many of them are expanded so far
+        self.below: list = []                       # their expanded children so far
+        self.below_generated = 0                    # and all their children so far
+        self.complete = not expanded                # the whole subtree is counted
+        self.stopped = False                        # the next level is wider than ``width``
+
+    @property
+    def growing(self) -> bool:
+        return not (self.complete or self.stopped)
+
+    def grow(self, end: float, incumbent: Any) -> None:
+        """Count the next level under ``incumbent``, or as much of it as time allows before
+        ``end`` (``time.perf_counter``); the next call goes on from there."""
+        depth = self.depth + len(self.generated) - 1
+        expand = self.prober.expand
+        level = self.level
+        for i in range(self.cursor, len(level)):
+            children = expand(level[i], depth, incumbent)
+            self.below_generated += len(children)
+            self.below.extend(child for child in children if child is not None)
+            self.cursor = i + 1
+            if len(self.below) > self.width:
+                self.stopped = True
+                self.level = self.below = []
+                return
+            if i % 64 == 63 and time.perf_counter() >= end:
+                return
+        self.generated.append(self.below_generated)
+        self.expanded.append(len(self.below))
+        self.level, self.below, self.cursor, self.below_generated = self.below, [], 0, 0
+        self.complete = not self.level
+
+    def size(self, closed: list) -> tuple[float, float] | None:
+        """(nodes, variance) of the subtree: its counted levels down to the deepest one where
+        subtrees have closed (``closed_enough``), and below that level's expanded nodes each as
+        big as the mean subtree closed there; exact once it is all counted. None where no counted
+        level has closed subtrees."""
+        if self.complete:
+            return float(sum(self.generated)), 0.0
+        # the subtrees closed at a deep level lie in the few closed at this child's depth, and
+        # their mean is only as sure as that many independent samples make it
+        clusters = max(_closed_at(closed, self.depth)[0], 1.0)
+        for j in range(len(self.generated) - 1, -1, -1):
+            if closed_enough(closed, self.depth + j):
+                n, mean, v = _closed_at(closed, self.depth + j)
+                wide = self.expanded[j]
+                return (sum(self.generated[:j + 1]) + wide * (mean - 1.0),
+                        wide * v + wide * wide * v / min(n, clusters))
+        return None
+
+
+def stack_left(frames: list, closed: list, count: Any, probe: Any, tops: Any = None) -> tuple[float, float]:
     """The open work on an engine's stack, estimated from what it has searched: the recursive
     estimator of Kilby, Slaney, Thiebaux and Walsh ("Estimating search tree size", AAAI 2006),
     with Chen's strata ("Heuristic sampling", SIAM J. Comput. 21, 1992) by depth. Each frame's
     children not yet generated are as big as the mean subtree closed at their depth; where none
     has closed, as the mean of the frame's own children searched so far; where there are none, as
-    Knuth probes from the frame say. The open child is its own frame, so the estimate is a sum
-    over the frames and stays finite on stacks thousands of frames deep, where products of
-    branching factors overflow.
+    Knuth probes from the frame say. Where a child's top levels are counted (``TopLevels``), its
+    size is its own. The open child is its own frame, so the estimate is a sum over the frames and
+    stays finite on stacks thousands of frames deep, where products of branching factors overflow.
 
     ``frames`` and ``closed`` are ``Engine.frontier()``; ``count(f)`` is the number of children
-    the engine generates at frame f, ``probe(f)`` the mean of Knuth probes of its subtree.
+    the engine generates at frame f, ``probe(f)`` the mean of Knuth probes of its subtree, and
+    ``tops(f)`` the ``TopLevels`` of each of frame f's children in order, or None.
     Returns (nodes left, variance)."""
     left = var = 0.0
     for f, (depth, _, explored, generated, away, exhausted) in enumerate(frames):
@@ -159,6 +230,19 @@ def stack_left(frames: list, closed: list, count: Any, probe: Any) -> tuple[floa
         unexplored = count(f) - generated
         if unexplored <= 0:
             continue
+        children = tops(f) if tops is not None else None
+        if children is not None:
+            rest = 0
+            for top in children[generated:]:
+                sized = top.size(closed)
+                if sized is None:
+                    rest += 1
+                else:
+                    left += sized[0]
+                    var += sized[1]
+            unexplored = rest
+            if rest == 0:
+                continue
         n, mean, v = _closed_at(closed, depth + 1)
         if n == 0:
             open_child = frames[f + 1][2] if f + 1 < len(frames) else 0
@@ -166,7 +250,7 @@ def stack_left(frames: list, closed: list, count: Any, probe: Any) -> tuple[floa
             if searched > 0:
                 n, mean = searched, (explored - 1 - away - open_child) / searched
             else:
-                n, mean = POOL_PROBES, (probe(f) - 1.0) / (unexplored + generated)
+                n, mean = POOL_PROBES, (probe(f) - 1.0) / (count(f))
         if not closed_enough(closed, depth + 1):
             v = mean * mean                 # a geometric guess until subtrees have closed there
         left += unexplored * mean
@@ -197,13 +281,15 @@ def pool_left(tasks: list, closed: list, probe: Any) -> tuple[float, float]:
 class Sampler:
     """One rank's side probes during a run, on a core that no engine uses."""
 
-    def __init__(self, core: Any, options: dict, seed: int) -> None:
+    def __init__(self, core: Any, options: dict, seed: int, top_width: int = TOP_WIDTH) -> None:
         self.prober = Prober(core, max_depth=options.get("max_depth"),
                              prune_level=bool(options.get("prune_level")), target=options.get("target"),
                              seed=seed)
+        self.top_width = top_width          # 0: no child's top is counted
         self.under: Any = None
         self.spent = 0.0
         self.counts: dict = {}              # an open frame's child count, while it stays open
+        self.tops: dict = {}                # an open frame's children's ``TopLevels``, likewise
         self.last: tuple | None = None      # (nodes searched, left, variance, incumbent) last time
 
     def sample(self, incumbent: Any, elapsed: float) -> None:
@@ -232,14 +318,17 @@ class Sampler:
         prober = self.prober
         frames, closed = engine.frontier()
         known, self.counts = self.counts, {}
+        known_tops, self.tops = self.tops, {}
+
+        def key(f: int) -> tuple:
+            depth, opened = frames[f][:2]
+            return (depth, opened, incumbent)           # names the frame while it stays open
 
         def count(f: int) -> int:
-            depth, opened = frames[f][:2]
-            key = (depth, opened, incumbent)            # names the frame while it stays open
-            found = known.get(key)
+            found = known.get(key(f))
             if found is None:
-                found = prober.count(engine.frame_node(f), depth, incumbent)
-            self.counts[key] = found
+                found = prober.count(engine.frame_node(f), frames[f][0], incumbent)
+            self.counts[key(f)] = found
             return found
 
         def probe(node: Any, depth: int) -> float:
@@ -248,7 +337,31 @@ class Sampler:
         def probe_frame(f: int) -> float:
             return probe(engine.frame_node(f), frames[f][0])
 
-        stack, stack_var = stack_left(frames, closed, count, probe_frame)
+        # count the tops of unexplored children, shallowest frame first, a level per report
+        end = started + TOP_SHARE * max(PROBE_SHARE * elapsed - self.spent, 0.0)
+        for f, (depth, _, _, generated, _, exhausted) in enumerate(frames):
+            if self.top_width <= 0 or time.perf_counter() >= end:
+                break
+            if exhausted:
+                continue
+            children = known_tops.get(key(f))
+            if children is None:
+                children = [TopLevels(prober, node, depth + 1, self.top_width)
+                            for node in prober.expand(engine.frame_node(f), depth, incumbent)]
+                self.counts[key(f)] = len(children)
+            self.tops[key(f)] = children
+            for top in children[generated:]:
+                if top.growing:
+                    top.grow(end, incumbent)
+                if time.perf_counter() >= end:
+                    break
+
+        for f in range(len(frames)):                        # open frames the budget did not reach
+            children = known_tops.get(key(f))
+            if children is not None:
+                self.tops.setdefault(key(f), children)
+        stack, stack_var = stack_left(frames, closed, count, probe_frame,
+                                      lambda f: self.tops.get(key(f)))
         tasks, tasks_var = pool_left(pool.tasks() if pool is not None else [], closed, probe)
         self.spent += time.perf_counter() - started
         self.last = (engine.nodes, stack + tasks, stack_var + tasks_var, incumbent)
