@@ -17,7 +17,7 @@ from support import ShapeTree
 from yewpy._engine import Engine
 from yewpy._probe import Prober
 from yewpy.apps.uts import UTS
-from yewpy.operations.treesize import Sampler, TopLevels, merge_left
+from yewpy.operations.treesize import TOP_NODES, Sampler, TopLevels, merge_left
 from yewpy.search import core_of
 
 
@@ -31,7 +31,8 @@ class ListPool:
         return list(self.items)
 
 
-def estimates(problem, slice_nodes: int, spawn_depth: int = -1, top_width: int = 1 << 15) -> tuple[int, list]:
+def estimates(problem, slice_nodes: int, spawn_depth: int = -1,
+              top_width: int = TOP_NODES) -> tuple[int, list]:
     """Search ``problem`` in slices on one engine, like the seq and depth-bounded coordinations,
     and estimate after each: (final node count, [(nodes searched, estimate, variance), ...]).
     ``top_width`` 0: no child's top levels are counted."""
@@ -55,7 +56,7 @@ def estimates(problem, slice_nodes: int, spawn_depth: int = -1, top_width: int =
 
 @pytest.mark.parametrize("branching, depth", [(2, 10), (3, 6), (7, 3), (1, 40)])
 @pytest.mark.parametrize("spawn_depth", [-1, 0, 1])
-@pytest.mark.parametrize("top_width", [0, 4, 1 << 15])
+@pytest.mark.parametrize("top_width", [0, 4, TOP_NODES])
 def test_every_estimate_of_a_complete_tree_is_exact(branching, depth, spawn_depth, top_width):
     tree = Complete(branching, depth)
     total = sum(branching ** d for d in range(depth + 1))
@@ -108,16 +109,17 @@ def test_counted_tops_size_the_big_unexplored_children_of_geometric_trees():
     """On random geometric trees (UTS, branching factor 4, depth 7; the 45 of 60 seeds with 2,000
     nodes or more), one tenth into the search few subtrees near the root have closed, and their
     mean is mostly luck: from the closed strata alone the estimate is within 2x on under half the
-    trees. With each unexplored child's top counted (at most 64 nodes a level, so the closed
-    strata still size what lies below) it is within 2x on almost all, and closer in the median
-    (measured: 42 of 45 within 2x, median |log ratio| 0.16, against 20 of 45 and 0.73 without)."""
+    trees. With each unexplored child's top counted (the counts holding at most 256 nodes, so
+    the closed strata still size what lies below) it is within 2x on almost all, and closer in
+    the median (measured: 42 of 45 within 2x, median |log ratio| 0.22, against 20 of 45 and 0.73
+    without; with 1,024 nodes, 45 of 45 and 0.08)."""
     with_tops, without = [], []
     for seed in range(60):
         tree = UTS("geometric", b0=4, gen_mx=7, shape="fixed", seed=seed).core()
         truth = yewpy.search(tree).nodes
         if truth < 2_000:
             continue
-        with_tops.append(_walk_to(tree, 0.1, truth, 64))
+        with_tops.append(_walk_to(tree, 0.1, truth, 256))
         without.append(_walk_to(tree, 0.1, truth, 0))
     assert len(with_tops) >= 30
     within = sum(0.5 <= r <= 2 for r in with_tops)
@@ -142,6 +144,24 @@ def test_a_counted_top_is_exact_once_complete_and_stops_at_its_width():
     closed = [(0, 0, 0)] * 3 + [(5, 5 * 13.0, 5 * 13.0 ** 2)]  # five closed at depth 3, 13 nodes each
     assert narrow.size(closed) == (1 + 3 + 9 * 13.0, 0.0)
     assert narrow.size([]) is None                              # nothing closed: not sized
+
+
+def test_the_counts_hold_a_bounded_number_of_nodes():
+    """However long the run, the counted tops keep at most ``top_width`` nodes at once, give or
+    take one node's children, and drop what they kept for children the search has reached."""
+    tree = Complete(6, 7)
+    engine = Engine(core_of(tree), tracking=True)
+    sampler = Sampler(core_of(copy.deepcopy(tree)), {}, seed=1, top_width=300)
+    engine.start_root()
+    while engine.active:
+        engine.run(3_000)
+        left, _, _ = sampler.left(engine, None, elapsed=1e9)
+        held = sum(top.held for children in sampler.tops.values() for top in children)
+        assert held <= 300 + 6
+        for depth, opened, _, generated, _, _ in engine.frontier()[0]:
+            children = sampler.tops.get((depth, opened, None), [])
+            assert not any(top.held for top in children[:generated])
+        assert engine.nodes + left == pytest.approx(sum(6 ** d for d in range(8)))
 
 
 def test_expand_lists_what_the_engine_generates_and_marks_what_it_cuts_off():

@@ -34,8 +34,9 @@ NOTHING_LEFT: Left = (0.0, 0.0, None)
 POOL_PROBES = 16
 #: Knuth probes needed before their estimate is combined with the recursive one
 TRUSTED_PROBES = 30
-#: the widest level that the count of an unexplored child's top keeps (nodes, as ``dump`` gives)
-TOP_WIDTH = 1 << 15
+#: the most nodes (as ``dump`` gives them) that the counts of unexplored children's tops hold at
+#: once; a child whose next level alone is wider stops counting there
+TOP_NODES = 1 << 16
 #: the share of the probes' time that counting the tops of unexplored children may take
 TOP_SHARE = 0.5
 
@@ -150,7 +151,7 @@ class TopLevels:
     counting a child's top levels and sizing only its deepest counted level by the closed strata
     there, which are well sampled, pins the estimate down (``stack_left``)."""
 
-    def __init__(self, prober: Any, node: Any, depth: int, width: int = TOP_WIDTH) -> None:
+    def __init__(self, prober: Any, node: Any, depth: int, width: int = TOP_NODES) -> None:
         self.prober = prober
         self.depth = depth                          # of ``node``, the subtree's root
         self.width = width
@@ -168,13 +169,27 @@ class TopLevels:
     def growing(self) -> bool:
         return not (self.complete or self.stopped)
 
-    def grow(self, end: float, incumbent: Any) -> None:
+    @property
+    def held(self) -> int:
+        """The nodes this count keeps for its next level."""
+        return len(self.level) + len(self.below)
+
+    def release(self) -> None:
+        """Stop counting and drop the nodes kept for it."""
+        self.stopped = self.stopped or not self.complete
+        self.level = self.below = []
+
+    def grow(self, end: float, incumbent: Any, room: float = math.inf) -> None:
         """Count the next level under ``incumbent``, or as much of it as time allows before
-        ``end`` (``time.perf_counter``); the next call goes on from there."""
+        ``end`` (``time.perf_counter``) while this count holds at most about ``room`` nodes; the
+        next call goes on from there."""
         depth = self.depth + len(self.generated) - 1
         expand = self.prober.expand
         level = self.level
+        limit = self.held + room
         for i in range(self.cursor, len(level)):
+            if self.held > limit:
+                return                      # no more room until counts elsewhere end
             children = expand(level[i], depth, incumbent)
             self.below_generated += len(children)
             self.below.extend(child for child in children if child is not None)
@@ -281,11 +296,11 @@ def pool_left(tasks: list, closed: list, probe: Any) -> tuple[float, float]:
 class Sampler:
     """One rank's side probes during a run, on a core that no engine uses."""
 
-    def __init__(self, core: Any, options: dict, seed: int, top_width: int = TOP_WIDTH) -> None:
+    def __init__(self, core: Any, options: dict, seed: int, top_width: int = TOP_NODES) -> None:
         self.prober = Prober(core, max_depth=options.get("max_depth"),
                              prune_level=bool(options.get("prune_level")), target=options.get("target"),
                              seed=seed)
-        self.top_width = top_width          # 0: no child's top is counted
+        self.top_width = top_width          # the nodes the counts may hold; 0: none is counted
         self.under: Any = None
         self.spent = 0.0
         self.counts: dict = {}              # an open frame's child count, while it stays open
@@ -337,29 +352,38 @@ class Sampler:
         def probe_frame(f: int) -> float:
             return probe(engine.frame_node(f), frames[f][0])
 
-        # count the tops of unexplored children, shallowest frame first, a level per report
+        # count the tops of unexplored children, shallowest frame first, a level per report,
+        # while they hold fewer than ``top_width`` nodes in all
+        for f, frame in enumerate(frames):
+            children = known_tops.get(key(f))
+            if children is not None:
+                self.tops[key(f)] = children
+                for top in children[:frame[3]]:             # searched or open: not needed now
+                    top.release()
+        held = sum(top.held for children in self.tops.values() for top in children)
         end = started + TOP_SHARE * max(PROBE_SHARE * elapsed - self.spent, 0.0)
         for f, (depth, _, _, generated, _, exhausted) in enumerate(frames):
-            if self.top_width <= 0 or time.perf_counter() >= end:
+            if held >= self.top_width or time.perf_counter() >= end:
                 break
             if exhausted:
                 continue
-            children = known_tops.get(key(f))
+            children = self.tops.get(key(f))
             if children is None:
                 children = [TopLevels(prober, node, depth + 1, self.top_width)
                             for node in prober.expand(engine.frame_node(f), depth, incumbent)]
                 self.counts[key(f)] = len(children)
-            self.tops[key(f)] = children
+                self.tops[key(f)] = children
+                for top in children[:generated]:
+                    top.release()
+                held += sum(top.held for top in children[generated:])
             for top in children[generated:]:
-                if top.growing:
-                    top.grow(end, incumbent)
+                if top.growing and held < self.top_width:
+                    before = top.held
+                    top.grow(end, incumbent, self.top_width - held)
+                    held += top.held - before
                 if time.perf_counter() >= end:
                     break
 
-        for f in range(len(frames)):                        # open frames the budget did not reach
-            children = known_tops.get(key(f))
-            if children is not None:
-                self.tops.setdefault(key(f), children)
         stack, stack_var = stack_left(frames, closed, count, probe_frame,
                                       lambda f: self.tops.get(key(f)))
         tasks, tasks_var = pool_left(pool.tasks() if pool is not None else [], closed, probe)
