@@ -12,7 +12,7 @@ from yewpy._engine import monotonic
 from yewpy.core import OPTIMISATION, Core
 from yewpy.errors import UsageError
 from yewpy.operations.session import Session
-from yewpy.operations.treesize import EMPTY, TRUSTED_PROBES, Sampler, TreeSize, merge_rows
+from yewpy.operations.treesize import EMPTY, Sampler, TreeSize, merge_rows
 from yewpy.ranking import Ranked
 from yewpy.result import FINISHED, Result
 from yewpy.runtime.interfaces import Transport
@@ -147,7 +147,8 @@ EFFICIENCY = 0.9
 def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float | None, comm: Any,
               params: dict) -> Result:
     """``search(estimate=seconds)``: a short search for the node rate and the recursive estimate of
-    what it left open, then Knuth's probes; Knuth's stands where trusted, else the recursive one."""
+    what it left open (with the tops of its unexplored children counted), then Knuth's probes, which
+    may raise it (``TreeSize.combined``)."""
     if not (math.isfinite(seconds) and seconds > 0):
         raise UsageError(f"estimate must be a positive number of seconds, got {seconds}")
     if walltime is not None and not (math.isfinite(walltime) and walltime > 0):
@@ -156,7 +157,8 @@ def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float |
                      open_work_at_end=True, **params)
     comm = world() if comm is None else comm
     rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
-    rate = result.nodes / max(result.seconds, 1e-9) / size         # per rank
+    searching = result.seconds - result.metrics.pop("open_work_seconds", 0.0)   # not the estimating
+    rate = result.nodes / max(searching, 1e-9) / size         # per rank
     estimators: dict = {}
     if result.status in FINISHED:               # the whole tree fitted in the time: exact
         tree = TreeSize(0, float(result.nodes), 0.0)
@@ -166,7 +168,7 @@ def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float |
         options = dict(max_depth=params.get("max_depth"), target=params.get("target"),
                        prune_level=_prune_level(problem, params.get("prune_level")))
         sampler = Sampler(core, options, seed=rank + 1)
-        sampler.run(seconds / 2, result.objective if core.kind == OPTIMISATION else None)
+        sampler.run(seconds / 4, result.objective if core.kind == OPTIMISATION else None)
         row = sampler.row()
         rows = comm.allgather(row) if comm is not None and size > 1 else [row]
         merged = EMPTY
@@ -178,9 +180,7 @@ def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float |
         if recursive is not None:
             # the short search has closed subtrees only at the start of the tree (depth first),
             # no sample of the rest; Knuth's probes are, so they stand wherever they are trusted
-            tree = recursive
-            if probed is not None and probed.probes >= TRUSTED_PROBES and probed.consistent(result.nodes):
-                tree = probed
+            tree = recursive.combined(probed, result.nodes)
             estimators = {"estimate_recursive": recursive.to_dict(result.nodes),
                           "estimate_knuth": probed.to_dict(result.nodes) if probed is not None else None}
         else:

@@ -172,16 +172,20 @@ class Session:
         if self.profile is not None:
             part["profile"] = self.profile.record()
         if self.open_work_at_end and status not in ("done", "found"):
-            part["open_work"] = self.open_work(engine, pool)
+            # ``--estimate``: counting the tops of what is left may take half as long again
+            started = time.perf_counter()
+            part["open_work"] = self.open_work(engine, pool, counting=(started - self.start) / 2)
+            part["open_work_seconds"] = time.perf_counter() - started
         return part
 
-    def open_work(self, engine: Engine, pool: Any) -> Left:
-        """This rank's open work (stack and pool), estimated from the part it has searched."""
+    def open_work(self, engine: Engine, pool: Any, counting: float | None = None) -> Left:
+        """This rank's open work (stack and pool), estimated from the part it has searched;
+        ``counting``: the seconds its tops may be counted for (None: the probes' share)."""
         if self.make_sampler is not None:
             self.sampler, self.make_sampler = self.make_sampler(), None
         if self.sampler is None:
             return NOTHING_LEFT
-        return self.sampler.left(engine, pool, time.perf_counter() - self.start)
+        return self.sampler.left(engine, pool, time.perf_counter() - self.start, counting)
 
     # -- checkpoints -----------------------------------------------------------------------
 
@@ -218,6 +222,7 @@ class Session:
             for part in parts:
                 left = merge_left(left, part.get("open_work", NOTHING_LEFT), self.core.sign)
             result.metrics["open_work"] = left
+            result.metrics["open_work_seconds"] = max(part.get("open_work_seconds", 0.0) for part in parts)
         if self.rank != 0:
             return
         if self.checkpoint_path is not None:

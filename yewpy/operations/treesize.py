@@ -321,11 +321,12 @@ class Sampler:
         self.prober.run(seconds, incumbent)
         self.spent += time.perf_counter() - started
 
-    def left(self, engine: Any, pool: Any, elapsed: float) -> Left:
+    def left(self, engine: Any, pool: Any, elapsed: float, counting: float | None = None) -> Left:
         """The estimated nodes left in this rank's open work (stack and pool), from the part of the
         tree it has searched. It shares the probes' time: once that is spent, the last estimate
-        less the nodes searched since stands in."""
-        if self.spent > PROBE_SHARE * elapsed and self.last is not None:
+        less the nodes searched since stands in. ``counting``: the seconds that counting the tops
+        of unexplored children may take (None: ``TOP_SHARE`` of what is left of the share)."""
+        if counting is None and self.spent > PROBE_SHARE * elapsed and self.last is not None:
             nodes, left, var, under = self.last
             return (max(left - (engine.nodes - nodes), 0.0), var, under)
         started = time.perf_counter()
@@ -352,8 +353,8 @@ class Sampler:
         def probe_frame(f: int) -> float:
             return probe(engine.frame_node(f), frames[f][0])
 
-        # count the tops of unexplored children, shallowest frame first, a level per report,
-        # while they hold fewer than ``top_width`` nodes in all
+        # count the tops of unexplored children: passes over the frames, shallowest first, each
+        # a level deeper, while time is left and they hold fewer than ``top_width`` nodes in all
         for f, frame in enumerate(frames):
             children = known_tops.get(key(f))
             if children is not None:
@@ -361,28 +362,35 @@ class Sampler:
                 for top in children[:frame[3]]:             # searched or open: not needed now
                     top.release()
         held = sum(top.held for children in self.tops.values() for top in children)
-        end = started + TOP_SHARE * max(PROBE_SHARE * elapsed - self.spent, 0.0)
-        for f, (depth, _, _, generated, _, exhausted) in enumerate(frames):
-            if held >= self.top_width or time.perf_counter() >= end:
-                break
-            if exhausted:
-                continue
-            children = self.tops.get(key(f))
-            if children is None:
-                children = [TopLevels(prober, node, depth + 1, self.top_width)
-                            for node in prober.expand(engine.frame_node(f), depth, incumbent)]
-                self.counts[key(f)] = len(children)
-                self.tops[key(f)] = children
-                for top in children[:generated]:
-                    top.release()
-                held += sum(top.held for top in children[generated:])
-            for top in children[generated:]:
-                if top.growing and held < self.top_width:
-                    before = top.held
-                    top.grow(end, incumbent, self.top_width - held)
-                    held += top.held - before
-                if time.perf_counter() >= end:
+        if counting is None:
+            counting = TOP_SHARE * max(PROBE_SHARE * elapsed - self.spent, 0.0)
+        end = started + counting
+        grew = self.top_width > 0
+        while grew and held < self.top_width and time.perf_counter() < end:
+            grew = False
+            for f, (depth, _, _, generated, _, exhausted) in enumerate(frames):
+                if held >= self.top_width or time.perf_counter() >= end:
                     break
+                if exhausted:
+                    continue
+                children = self.tops.get(key(f))
+                if children is None:
+                    children = [TopLevels(prober, node, depth + 1, self.top_width)
+                                for node in prober.expand(engine.frame_node(f), depth, incumbent)]
+                    self.counts[key(f)] = len(children)
+                    self.tops[key(f)] = children
+                    for top in children[:generated]:
+                        top.release()
+                    held += sum(top.held for top in children[generated:])
+                    grew = True
+                for top in children[generated:]:
+                    if top.growing and held < self.top_width:
+                        before, levels = top.held, len(top.generated)
+                        top.grow(end, incumbent, self.top_width - held)
+                        held += top.held - before
+                        grew = grew or len(top.generated) > levels
+                    if time.perf_counter() >= end:
+                        break
 
         stack, stack_var = stack_left(frames, closed, count, probe_frame,
                                       lambda f: self.tops.get(key(f)))

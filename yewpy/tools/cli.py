@@ -14,6 +14,7 @@ from typing import Any
 from yewpy import __version__
 from yewpy.errors import InputError, UsageError
 from yewpy.operations.session import PENDING, remember_signals
+from yewpy.operations.treesize import TRUSTED_PROBES
 from yewpy.operations.walltime import readable
 from yewpy.result import STOPPED, Result
 from yewpy.runtime.metrics import table
@@ -125,9 +126,13 @@ def estimate_lines(report: dict) -> list[str]:
         how = "exact: the whole tree was searched"
     elif report["estimator"] == "knuth-1975":
         how = f"Knuth's path sampling, {report['probes']:,} probes; range of two standard errors"
+    elif report["estimator"] == "kilby-2006-recursive+knuth-1975":
+        how = ("the short search's open work, estimated from what it searched, raised by Knuth's path "
+               f"sampling ({report['probes']:,} probes); range of two standard errors")
     else:
         knuth = report.get("estimate_knuth") or {"probes": 0, "consistent": True}
-        why = "missed the tree's heavy tail" if not knuth["consistent"] else "were too few"
+        why = ("missed the tree's heavy tail" if not knuth["consistent"] else
+               "were too few" if knuth["probes"] < TRUSTED_PROBES else "read lower (they may only raise it)")
         how = (f"the short search's open work, estimated from what it searched: Knuth's {knuth['probes']:,} "
                f"probes {why}; range of two standard errors")
     lines = [f"estimated {what} = {report['nodes']:.4g} [{report['low']:.4g}, {report['high']:.4g}] ({how})"]
