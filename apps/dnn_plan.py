@@ -264,7 +264,7 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
         formations = paired_formations(cluster, train)
         if not formations:
             raise UsageError("--mixed-tp: the cluster has no two groups of different GPUs and names at one "
-                             "site with as many nodes of as many GPUs each to pair")
+                             "site with as many GPUs per node to pair")
         if formations > MAX_PAIRED_FORMATIONS:
             most = MAX_PAIRED_FORMATIONS
             raise UsageError(f"--mixed-tp: the cluster's groups pair into more than the {most} formations "
@@ -380,7 +380,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mixed-tp", action="store_true",
                         help="pair the nodes of two groups of different GPUs into tensor-parallel groups "
                              "that split each layer unevenly between the kinds (HAP's sharding ratios; "
-                             "needs as many nodes of as many GPUs in each, and sequence parallelism; "
+                             "needs as many GPUs per node in each, and sequence parallelism; the larger "
+                             "group's other nodes may join the plan as a group of their own; "
                              "no launcher here runs such plans)")
     parser.add_argument("--stage-replication", action="store_true",
                         help="let pipeline stages differ in data-parallel degree (DAPPLE's per-stage "

@@ -1477,11 +1477,11 @@ def cases_dnn_cli(rng: random.Random, folder: Path, count: int):
 
 
 def _pairable(expect) -> bool:
-    """Whether a valid preset spec's groups include two of different GPUs (memory) with as many nodes
-    of as many GPUs each: the pairs ``--mixed-tp`` needs."""
+    """Whether a valid preset spec's groups include two of different GPUs (memory) with as many GPUs
+    per node: the pairs ``--mixed-tp`` needs (of unequal node counts, the rest join as a group)."""
     if isinstance(expect, Invalid):
         return False
-    return any(a[:2] == b[:2] and a[2] != b[2] for i, a in enumerate(expect) for b in expect[i + 1:])
+    return any(a[1] == b[1] and a[2] != b[2] for i, a in enumerate(expect) for b in expect[i + 1:])
 
 
 def judge_dnn_cli(argv: list[str], m_expect, c_expect, model: str, cluster: str) -> tuple[str, str]:

@@ -67,7 +67,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
 
     #: caches whose entries depend only on their keys: a copy shares them (see ``__deepcopy__``)
     SHARED = frozenset({
-        "model", "cluster", "given", "covers", "train", "shapes", "tables", "_dense_tables", "costs", "opts",
+        "model", "cluster", "given", "covers", "rests", "train", "shapes", "tables", "_dense_tables", "costs",
+        "opts",
         "_slots_cache", "_slot_cache",
         "_least_cache",
         "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
@@ -98,8 +99,9 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
     ) -> None:
         self.given = cluster  # as the user gave it; ``cluster`` adds the paired groups of --mixed-tp
         self.covers: dict = {}  # a paired group's index -> its two real groups (--mixed-tp)
+        self.rests: dict = {}  # a paired group's index -> the group of the nodes it leaves over
         if train.mixed_tp and train.sequence_parallel:   # the share rule counts on SP (cost.share_bytes)
-            cluster, self.covers = mixed_tp_cluster(cluster, train)
+            cluster, self.covers, self.rests = mixed_tp_cluster(cluster, train)
         self.model, self.cluster, self.train = model, cluster, train
         self.k = max(1, top)
         self.found: dict = {}  # shape -> the best time this worker has seen

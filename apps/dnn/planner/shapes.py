@@ -90,21 +90,30 @@ def heads_not_divided(model: Model, t: int) -> tuple[int, str] | None:
     return None
 
 
-def mixed_tp_cluster(cluster: Cluster, train: Training) -> tuple[Cluster, dict]:
-    """``cluster`` with, for every two groups of different GPUs at one site with as many nodes of as
-    many GPUs, one paired group per share choice (HAP's uneven TP shares: ``cost.uneven_tp_group``),
-    and which two real groups each paired group uses (index -> (i, j))."""
-    groups, covers = list(cluster.groups), {}
+def mixed_tp_cluster(cluster: Cluster, train: Training) -> tuple[Cluster, dict, dict]:
+    """``cluster`` with, for every two groups of different GPUs at one site with as many GPUs per
+    node, one paired group per share choice (HAP's uneven TP shares: ``cost.uneven_tp_group``) over
+    as many nodes of each kind as the smaller group has; where the other has more, the rest of its
+    nodes as a group of their own. Returns it, which two real groups each paired group uses (index
+    -> (i, j)), and the group of the nodes that each paired group leaves over (index -> index)."""
+    groups, covers, rests = list(cluster.groups), {}, {}
     for i, a in enumerate(cluster.groups):
         for j in range(i + 1, len(cluster.groups)):
             b = cluster.groups[j]
-            if (a.site, a.nodes, a.gpus_per_node) != (b.site, b.nodes, b.gpus_per_node) or \
+            if (a.site, a.gpus_per_node) != (b.site, b.gpus_per_node) or \
                     (a.peak_flops, a.memory) == (b.peak_flops, b.memory) or a.name == b.name:
                 continue                # the plan names each kind's share by its group's name
+            nodes = min(a.nodes, b.nodes)
+            paired = []
             for x in tp_share_choices(a, b, train):
                 covers[len(groups)] = (i, j)
-                groups.append(uneven_tp_group(a, b, x, train))
-    return Cluster(groups, cluster.links), covers
+                paired.append(len(groups))
+                groups.append(uneven_tp_group(replace(a, nodes=nodes), replace(b, nodes=nodes), x, train))
+            if a.nodes != b.nodes:      # the larger group's other nodes, usable beside the pair
+                more = a if a.nodes > b.nodes else b
+                rests.update((k, len(groups)) for k in paired)
+                groups.append(replace(more, nodes=more.nodes - nodes))
+    return Cluster(groups, cluster.links), covers, rests
 
 
 #: the most formations with paired groups ``--mixed-tp`` may add (each multiplies the shapes)
@@ -113,15 +122,17 @@ MAX_PAIRED_FORMATIONS = 256
 
 def paired_formations(cluster: Cluster, train: Training) -> int:
     """How many formations with paired groups ``--mixed-tp`` adds on ``cluster`` (0: nothing to
-    pair), counted with every share candidate (:func:`mixed_tp_cluster`), up to one past
-    ``MAX_PAIRED_FORMATIONS`` (eight kinds would pair into millions)."""
-    covers = mixed_tp_cluster(cluster, train)[1]
+    pair), counted with every share candidate and with or without each pair's left-over nodes
+    (:func:`mixed_tp_cluster`), up to one past ``MAX_PAIRED_FORMATIONS`` (eight kinds would pair
+    into millions)."""
+    _, covers, rests = mixed_tp_cluster(cluster, train)
     total = 0
     for mask in range(1, 1 << len(cluster.groups)) if covers else ():
         members = {g for g in range(len(cluster.groups)) if mask >> g & 1}
-        total += len(_disjoint_pairs(sorted(covers), covers, members, MAX_PAIRED_FORMATIONS + 1 - total))
-        if total > MAX_PAIRED_FORMATIONS:
-            break
+        for chosen in _disjoint_pairs(sorted(covers), covers, members, MAX_PAIRED_FORMATIONS + 1 - total):
+            total += 1 << sum(c in rests for c in chosen)
+            if total > MAX_PAIRED_FORMATIONS:
+                return total
     return total
 
 
@@ -171,6 +182,7 @@ class Shapes:
     train: Training
     n: int
     covers: dict  # a paired group's index -> the two real groups it uses (mixed_tp_cluster)
+    rests: dict  # a paired group's index -> the group of the nodes it leaves over, where some are
 
     def tp_fits(self, t: int) -> bool:
         """A tensor-parallel degree Megatron-LM can build: at most ``--max-tp``, and dividing the
@@ -180,7 +192,7 @@ class Shapes:
     def _shapes(self) -> list[Shape]:
         tr, fix, groups = self.train, self.train.fix, self.cluster.groups
         out = []
-        real = len(groups) - len(self.covers)
+        real = len(groups) - len(self.covers) - len(set(self.rests.values()))
         subsets = [[g for g in range(real) if mask >> g & 1] for mask in range(1, 1 << real)]
         subsets += self._paired_subsets(real)
         for subset in subsets:
@@ -247,13 +259,16 @@ class Shapes:
 
     def _paired_subsets(self, real: int) -> list[list[int]]:
         """The formations with paired groups (``--mixed-tp``): each subset of the ``real`` groups
-        with one or more disjoint pairs of it replaced by a paired group, at one share each."""
+        with one or more disjoint pairs of it replaced by a paired group, at one share each, and
+        with or without the nodes each pair leaves over."""
         out = []
         for mask in range(1, 1 << real):
             members = {g for g in range(real) if mask >> g & 1}
             for chosen in _disjoint_pairs(sorted(self.covers), self.covers, members):
                 used = {g for c in chosen for g in self.covers[c]}
-                out.append(sorted([g for g in members if g not in used] + list(chosen)))
+                base = [g for g in members if g not in used] + list(chosen)
+                for rest in _product([[(), (self.rests[c],)] if c in self.rests else [()] for c in chosen]):
+                    out.append(sorted(base + [g for r in rest for g in r]))
         return out
 
     def _replicated(self, subset: list[int]) -> list[Shape]:

@@ -188,7 +188,7 @@ class StageCosts:
         """``_p2p_link`` as the stage's sends see it: on a wide-area link at the best ratio of
         ``--wan-compression``, its bandwidth is the compressed sends' bytes per second."""
         link = self._p2p_link(sid, prev, i)
-        send = self._wan_send(sid, prev, i)
+        send = self._wan_send(sid, prev, i, link)
         if send is not None and send[1] > 1:
             return 1.0 / send[0], link[1]
         return link
@@ -198,18 +198,20 @@ class StageCosts:
         send = self._wan_send(sid, prev, i)
         return 1.0 if send is None else send[1]
 
-    def _wan_send(self, sid: int, prev: int | None, i: int) -> tuple[float, float] | None:
+    def _wan_send(self, sid: int, prev: int | None, i: int,
+                  link: tuple | None = None) -> tuple[float, float] | None:
         """(seconds per byte, top-k ratio) of the sends into a stage on part ``i`` after one on
         ``prev`` over a wide-area link, at the best of ``--wan-compression`` (FusionLLM compresses
         only the slow links); None within a site. The ratio only shortens the sends, so the least
-        p2p time is the best choice on every path."""
+        p2p time is the best choice on every path. ``link``: ``_p2p_link``'s answer, where the
+        caller has it."""
         groups = self.cluster.groups
         if prev is None:
             return None
         g, before = self.part_group(sid, i), self.part_group(sid, prev)
         if before == g or self.cluster.wan(groups[before], groups[g]) is None:
             return None
-        bw, _ = self._p2p_link(sid, prev, i)
+        bw, _ = link if link is not None else self._p2p_link(sid, prev, i)
         return wan_seconds_per_byte(bw, groups[g].hbm_bandwidth, self.train.wan_compression)
 
     def _allowed(self, sid: int) -> tuple:
