@@ -153,7 +153,8 @@ def sweep(repeat: int, only: str = "", extra: list[str] | None = None) -> None:
 def mixed_tp(repeat: int) -> None:
     """Planning seconds on clusters of two GPU kinds without and with ``--mixed-tp`` (HAP's uneven TP
     shares), alternating in this process, medians of ``repeat``; the plan found and whether it pairs
-    the kinds. The last case has links of 150 GB/s per GPU between nodes, where pairing wins."""
+    the kinds. The fifth and last cases have links of 150 GB/s per GPU between nodes, where pairing
+    wins; the last three have unequal node counts."""
     import argparse
 
     from yewpy.apps.dnn_plan import configure, solve
@@ -166,11 +167,20 @@ def mixed_tp(repeat: int) -> None:
                                                     "seq": 2048}}))
         fast.write_text(json.dumps({"groups": [{"preset": A100, "nodes": 2, "inter_gbps": 150},
                                                {"preset": "dgx-v100-32g", "nodes": 2, "inter_gbps": 150}]}))
+        # unequal node counts (stop 46): a pair and the larger group's other nodes
+        deeper, uneven = Path(tmp) / "deeper.json", Path(tmp) / "uneven.json"
+        deeper.write_text(json.dumps({"transformer": {"layers": 8, "hidden": 12288, "heads": 96,
+                                                      "vocab": 51200, "seq": 2048}}))
+        uneven.write_text(json.dumps({"groups": [{"preset": A100, "nodes": 3, "inter_gbps": 150},
+                                                 {"preset": "dgx-v100-32g", "nodes": 1, "inter_gbps": 150}]}))
         cases = [("megatron-18.4b", f"{A100}:4x8+dgx-v100-32g:4x8", "512"),
                  ("gpt3-175b", f"{A100}:16x8+dgx-v100-32g:16x8", "1536"),
                  ("llama3-8b", f"{H100}:8x8+{A100}:8x8", "1024"),
                  ("llama3-70b", f"{A100}:32x8+dgx-a100-40g:32x8", "1024"),
-                 (str(wide), str(fast), "256")]
+                 (str(wide), str(fast), "256"),
+                 ("megatron-39.1b", f"{A100}:8x8+dgx-v100-32g:16x8", "1024"),
+                 ("llama2-13b", f"{H100}:4x8+dgx-v100-32g:8x8", "512"),
+                 (str(deeper), str(uneven), "256")]
         for model, cluster, batch in cases:
             argv = ["--model", model, "--cluster", cluster, "--global-batch", batch]
             times: dict = {False: [], True: []}
@@ -183,8 +193,8 @@ def mixed_tp(repeat: int) -> None:
                     stages = result.extras["plan"]["stages"]
                     found[paired] = (result.objective, result.nodes, any("tp_shares" in st for st in stages))
             off, on = (statistics.median(times[k]) for k in (False, True))
-            label = f"{'wide' if model == str(wide) else model} on " \
-                    f"{'fast' if cluster == str(fast) else cluster}"
+            label = f"{Path(model).stem if model.endswith('.json') else model} on " \
+                    f"{Path(cluster).stem if cluster.endswith('.json') else cluster}"
             print(f"{label}: {off:.2f} s without, {on:.2f} s with "
                   f"(x{on / off:.2f}); plans {found[False][0]:.4f} / {found[True][0]:.4f} s/iter, nodes "
                   f"{found[False][1]} / {found[True][1]}, paired {found[True][2]}", flush=True)
