@@ -171,6 +171,10 @@ def test_the_estimate_says_which_estimator_stands_and_why(estimator, knuth, says
               "nodes": 1e6, "low": 5e5, "high": 2e6, "consistent": True, "seconds_one_rank": None,
               "estimate_knuth": {"probes": knuth[0], "consistent": knuth[1]}}
     assert says in estimate_lines(report)[0]
+    assert not any(line.startswith("note: ") for line in estimate_lines(report))
+    under = estimate_lines({**report, "under_incumbent": 23.0})
+    assert under[0].startswith("estimated nodes under incumbent 23 = ")
+    assert "note: counted as if no solution better than 23 turns up" in under[1]
 
 
 @pytest.mark.parametrize("skeleton", ["stacksteal", "depthbounded"])
