@@ -178,8 +178,8 @@ def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float |
         open_work = result.metrics.pop("open_work", None)
         recursive = TreeSize.recursive(result.nodes, open_work) if open_work is not None else None
         if recursive is not None:
-            # the short search has closed subtrees only at the start of the tree (depth first),
-            # no sample of the rest; Knuth's probes are, so they stand wherever they are trusted
+            # as in progress lines: the short search's subtrees all closed at the start of the tree,
+            # but the counted tops size what it left; Knuth's probes may raise that, never lower it
             tree = recursive.combined(probed, result.nodes)
             estimators = {"estimate_recursive": recursive.to_dict(result.nodes),
                           "estimate_knuth": probed.to_dict(result.nodes) if probed is not None else None}
