@@ -129,46 +129,44 @@ cdef class Prober:
             self.deepest = depth
         return estimate
 
-    def count(self, node, long long depth, incumbent=None):
-        """The children the engine generates at ``node`` (at ``depth``) under ``incumbent``: all of
-        them, or under ``prune_level`` those up to the first that fails its bound."""
+    cdef long long _scan(self, object node, long long depth, object incumbent, bint root,
+                         list out) except -1:
+        """How many children the engine generates at ``node`` (at ``depth``; ``root``: the root
+        instead) under ``incumbent``; with ``out``, each is appended to it as a node (``dump``)
+        where the engine would expand it, None where its bound cuts it off."""
         cdef Core core = self.core
         cdef double inc = core.sign * incumbent if incumbent is not None else 0.0
         cdef bint has_inc = incumbent is not None
         cdef long long generated = 0
+        cdef int step
         if depth + 1 >= self.max_depth:
             return 0
         self._frames(2)
-        core.load(node)
-        core.open(0)
-        while core.next(0, 1):
-            generated += 1
-            if self._step(1, inc, has_inc) == STOP:
-                break
-        return generated
-
-    def expand(self, node, long long depth, incumbent=None):
-        """The children the engine generates at ``node`` (at ``depth``; None: the root) under
-        ``incumbent``, in order, as ``count`` counts them: each as a node (``dump``) where the
-        engine would expand it, None where its bound cuts it off."""
-        cdef Core core = self.core
-        cdef double inc = core.sign * incumbent if incumbent is not None else 0.0
-        cdef bint has_inc = incumbent is not None
-        cdef int step
-        cdef list children = []
-        if depth + 1 >= self.max_depth:
-            return children
-        self._frames(2)
-        if node is None:
+        if root:
             core.set_root()
         else:
             core.load(node)
         core.open(0)
         while core.next(0, 1):
+            generated += 1
             step = self._step(1, inc, has_inc)
-            children.append(core.dump(1) if step == EXPAND else None)
+            if out is not None:
+                out.append(core.dump(1) if step == EXPAND else None)
             if step == STOP:
                 break
+        return generated
+
+    def count(self, node, long long depth, incumbent=None):
+        """The children the engine generates at ``node`` (at ``depth``) under ``incumbent``: all of
+        them, or under ``prune_level`` those up to the first that fails its bound."""
+        return self._scan(node, depth, incumbent, False, None)
+
+    def expand(self, node, long long depth, incumbent=None):
+        """The children the engine generates at ``node`` (at ``depth``; None: the root) under
+        ``incumbent``, in order, as ``count`` counts them: each as a node (``dump``) where the
+        engine would expand it, None where its bound cuts it off."""
+        cdef list children = []
+        self._scan(node, depth, incumbent, node is None, children)
         return children
 
     def mean_from(self, node, long long depth, long long probes, incumbent=None):

@@ -265,7 +265,7 @@ def stack_left(frames: list, closed: list, count: Any, probe: Any, tops: Any = N
             if searched > 0:
                 n, mean = searched, (explored - 1 - away - open_child) / searched
             else:
-                n, mean = POOL_PROBES, (probe(f) - 1.0) / (count(f))
+                n, mean = POOL_PROBES, (probe(f) - 1.0) / count(f)
         if not closed_enough(closed, depth + 1):
             v = mean * mean                 # a geometric guess until subtrees have closed there
         left += unexplored * mean
