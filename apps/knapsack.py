@@ -32,6 +32,9 @@ class KnapsackInstance:
     name: str = ""
 
 
+#: the app takes ``--better-than V``: the search then proves no packing's profit exceeds V, or finds one
+BETTER_THAN = True
+
 EXACT = 2 ** 53     # the engine compares objectives (and the compiled core adds weights) as doubles
 
 
@@ -204,9 +207,11 @@ class Knapsack:
 
 
 def finish(result: Result, order: Sequence[int]) -> Result:
-    """Map density positions back to input item indices; an empty packing when nothing fits."""
+    """Map density positions back to input item indices; an empty packing when nothing fits (no
+    solution and no objective: with an initial bound, no solution says none beats it)."""
     if result.solution is None:
-        result.objective, result.solution = 0, []
+        if result.objective is None:
+            result.objective, result.solution = 0, []
     else:
         result.solution = sorted(order[j] for j in result.solution)
     return result
@@ -226,6 +231,9 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
         result = KnapsackPy(inst.profits, inst.weights, inst.capacity).search(**params)
     else:
         result = Knapsack.from_instance(inst).search(**params)
+    if result.solution is None:
+        return result, [f"No packing with profit above {args.better_than} (--better-than): the best profit "
+                        f"is at most {args.better_than}"]
     weight = sum(inst.weights[i] for i in result.solution)
     lines = [f"Final Profit: {result.objective}", f"Final Weight: {weight}"]
     if inst.optimum is not None:

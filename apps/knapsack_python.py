@@ -55,6 +55,8 @@ class KnapsackPy(yewpy.Optimisation):
 
     def search(self, coordination="seq", **params):
         result = super().search(coordination, **params)
+        if result.solution is None and result.objective is not None:
+            return result                   # nothing beat the initial bound
         items = []
         taken = result.solution[3] if result.solution else None
         while taken is not None:

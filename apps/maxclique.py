@@ -23,6 +23,9 @@ from yewpy.result import Result
 
 __all__ = ["MaxClique", "read_dimacs"]
 
+#: the app takes ``--better-than V``: the search then proves there is no clique larger than V, or finds one
+BETTER_THAN = True
+
 
 def read_dimacs(path: str) -> tuple[int, list[tuple[int, int]]]:
     """A DIMACS ``.clq`` (or ``.clq.gz``) graph: vertex count and 0-based edges.  The 'p' line's
@@ -185,6 +188,9 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
             lines.append(f"Witness ({'checked' if ok else 'NOT A CLIQUE'}): {members}")
             if not ok:
                 raise RuntimeError("internal error: the decision witness is not a clique")
+    elif result.solution is None:
+        lines.append(f"No clique larger than {args.better_than} (--better-than): the maximum clique size "
+                     f"is at most {args.better_than}")
     else:
         lines.append(f"MaxClique Size = {result.objective}")
         lines.append(f"Clique: {' '.join(map(str, result.solution))}")

@@ -23,6 +23,9 @@ from yewpy.result import Result
 
 __all__ = ["MAX_CITIES", "Tsp"]
 
+#: the app takes ``--better-than V``: the search then proves no tour is shorter than V, or finds one
+BETTER_THAN = True
+
 BOUNDS = ("held-karp", "mst")
 INCUMBENTS = ("local-search", "nearest")
 
@@ -88,15 +91,19 @@ class Tsp:
         if params.get("prune_level"):
             raise UsageError("tsp children do not come with monotone bounds: prune_level would be unsound")
         params.setdefault("prune_level", False)
-        core = self.core()
-        result = core.search(coordination, initial_bound=self.tour_length, initial_solution=list(self.tour),
-                             **params)
+        given = params.pop("initial_bound", None)       # a length to beat: the tour's unless shorter
+        if given is None or self.tour_length < given:
+            params.update(initial_bound=self.tour_length, initial_solution=list(self.tour))
+        else:
+            params.update(initial_bound=given, initial_solution=None)
+        result = self.core().search(coordination, **params)
         result.metrics["initial_tour_length"] = self.tour_length
         result.metrics["root_bound"] = self.root_bound
         result.metrics["subgradient_iterations"] = self.iterations
         result.metrics["bounds"] = result.metrics["counters"]["bounds"]
-        result.objective = int(result.objective)
-        result.solution = [self.labels[c] for c in result.solution]
+        if result.solution is not None:                 # None: no tour is shorter than ``given``
+            result.objective = int(result.objective)
+            result.solution = [self.labels[c] for c in result.solution]
         return result
 
     def length(self, tour: Sequence[Any]) -> int:
@@ -117,6 +124,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     problem = Tsp.from_file(args.input, bound=args.bound, incumbent=args.incumbent)
     result = problem.search(**params)
+    if result.solution is None:
+        return result, [f"No tour shorter than {args.better_than} (--better-than): the optimal tour length "
+                        f"is at least {args.better_than}",
+                        f"Initial tour length ({args.incumbent}): {problem.tour_length}",
+                        f"Root lower bound ({args.bound}): {problem.root_bound}"]
     if problem.length(result.solution) != result.objective:
         raise RuntimeError("internal error: the tour's length is not the reported objective")
     proved = result.status == "optimal"

@@ -18,6 +18,7 @@ from yewpy.result import FINISHED, Result
 from yewpy.runtime.interfaces import Transport
 from yewpy.runtime.local import LocalTransport
 from yewpy.runtime.loop import run_search
+from yewpy.runtime.parts import KIND_NAMES
 from yewpy.runtime.ranks import agree, world
 from yewpy.skeletons import coordination as make_coordination
 
@@ -46,9 +47,11 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
     (``spawn_depth=``, ``discrepancy=``, ``window=``), or a coordination object; all but ordered
     take ``steal="half"|"level"|"one"``, what a victim gives a thief over MPI.  ``target``: what a decision
     search looks for.  ``initial_bound`` (with optional ``initial_solution``) seeds an
-    optimisation's incumbent.  ``prune_level``: after one child fails its bound, skip its later
-    siblings (default: the problem's ``prune_level`` attribute).  ``max_depth``: nodes at depth
-    >= max_depth are never generated.  ``time_limit`` (seconds) and ``node_limit`` stop early.
+    optimisation's incumbent (a top-K search's bar; other kinds refuse it): without a solution, a
+    result that nothing beat has ``objective`` ``initial_bound`` and ``solution`` None.
+    ``prune_level``: after one child fails its bound, skip its later siblings (default: the
+    problem's ``prune_level`` attribute).  ``max_depth``: nodes at depth >= max_depth are never
+    generated.  ``time_limit`` (seconds) and ``node_limit`` stop early.
     ``comm``: an MPI communicator; by default the job's own when started under an MPI launcher.
 
     Operations: ``checkpoint`` (a file written at the end, every ``checkpoint_every`` seconds, and
@@ -87,6 +90,9 @@ def _search(problem: Any, coordination: Any, *, target: Any, initial_bound: Any,
         core = core_of(problem)
         coord = make_coordination(coordination, **coordination_params)
         coord.check(core.kind)
+        if initial_bound is not None and core.kind != OPTIMISATION and not isinstance(problem, Ranked):
+            raise UsageError("an initial bound (--better-than) applies to optimisation searches, not to "
+                             f"{KIND_NAMES[core.kind]}")
         if not coord.resumable and (checkpoint or resume):
             raise UsageError(f"checkpoint and resume do not apply to {coord.name}: its replicable rounds "
                              "start at the root")

@@ -22,9 +22,16 @@ from yewpy.tools.coordination_flags import add_flags, coordination_params
 from yewpy.tools.subcommands import TOOLS, app_names, load_app, plain
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _common(parser: argparse.ArgumentParser, better_than: bool = False) -> None:
+    """The flags every app takes; ``better_than``: and ``--better-than`` (apps that set
+    ``BETTER_THAN``: optimisations that report a result with no solution)."""
     g = parser.add_argument_group("search")
     add_flags(g)
+    if better_than:
+        g.add_argument("--better-than", type=_objective_value, metavar="V",
+                       help="look only for solutions better than V (the value of one you have): prune "
+                            "every subtree that cannot beat it. The run proves V optimal or finds better; "
+                            "with --estimate, the estimate is of that tree")
     g.add_argument("--time-limit", type=float, default=None, metavar="S", help="stop after S seconds")
     g.add_argument("--node-limit", type=int, default=None, metavar="N", help="stop after N nodes")
     g.add_argument("--no-prune-level", action="store_true", help="do not skip siblings after a failed bound")
@@ -55,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         module = load_app(name)
         app_parser = sub.add_parser(name, help=plain(module.__doc__).splitlines()[0])
         module.configure(app_parser)
-        _common(app_parser)
+        _common(app_parser, better_than=bool(getattr(module, "BETTER_THAN", False)))
     for name, module_name in TOOLS.items():
         module = importlib.import_module(module_name)
         module.configure(sub.add_parser(name, help=plain(module.__doc__).splitlines()[0]))
@@ -87,6 +94,8 @@ def search_params(args: argparse.Namespace) -> dict:
         params["node_limit"] = args.node_limit
     if args.no_prune_level:
         params["prune_level"] = False
+    if getattr(args, "better_than", None) is not None:
+        params["initial_bound"] = args.better_than
     for key in ("checkpoint", "checkpoint_every", "resume", "profile"):
         if getattr(args, key) is not None:
             params[key] = getattr(args, key)
@@ -116,6 +125,20 @@ def _duration(text: str) -> float:
         return seconds + 86400 * float(days or 0)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a duration: {text!r} (seconds or [[D-]HH:]MM:SS)") from None
+
+
+def _objective_value(text: str) -> int | float:
+    """An objective value: an integer, or a finite decimal number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    try:
+        return int(text)
+    except ValueError:
+        return value
 
 
 def estimate_lines(report: dict) -> list[str]:

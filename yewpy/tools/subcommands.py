@@ -4,6 +4,8 @@
 An app is a module with ``configure(parser)`` (its input and its own flags),
 ``solve(args, **search_params) -> (Result, lines)`` and a docstring whose first line is its
 help; another package adds one with ``[project.entry-points."yewpy.apps"] NAME = "module"``.
+An optimisation app that sets ``BETTER_THAN = True`` also takes ``--better-than V`` (the search's
+``initial_bound``); its ``solve`` then meets results with no solution: none is better than V.
 """
 
 from __future__ import annotations
