@@ -2,6 +2,7 @@
 ``--estimate`` before it, against the node count the run ends with (one rank).
 
     python benchmarks/bench_estimate.py [--shared /path/to/instances] [--estimate-seconds 2] [--sweep]
+    python benchmarks/bench_estimate.py --before-only [--sweep]   # --estimate alone, each estimator's ratio
 
 For each case: the run's JSON progress lines (every 1/40 of a timing run), the estimates of the
 line nearest each fraction of the run, and their ratios to the true count (estimate / truth):
@@ -60,7 +61,12 @@ def main() -> None:
                         / "instances")
     parser.add_argument("--estimate-seconds", type=float, default=2.0)
     parser.add_argument("--sweep", action="store_true", help="the cases not tuned on instead")
+    parser.add_argument("--before-only", action="store_true",
+                        help="only --estimate against one timed run: which estimator stood, and its ratio")
     opts = parser.parse_args()
+    if opts.before_only:
+        before_only(opts)
+        return
     print("| case | nodes | seconds | at 10% | at 25% | at 50% | --estimate | probes at 50% |")
     print("|   |   |   | headline (recursive, Knuth) | same | same |   |   |")
     print("|---|---|---|---|---|---|---|---|")
@@ -89,6 +95,30 @@ def main() -> None:
         ratio = report["nodes"] / truth
         row = [name, f"{truth:,}", f"{seconds:.2f}", *cells, f"{ratio:.2f}{exact}", f"{probes:,}"]
         print("| " + " | ".join(row) + " |", flush=True)
+
+
+def before_only(opts: argparse.Namespace) -> None:
+    """``--estimate`` alone against the run's node count: the headline's ratio and estimator, and
+    each estimator's ratio alone (recursive, Knuth's, sampled subtrees)."""
+    print("| case | nodes | seconds | --estimate | stands | recursive | Knuth's | sampled (subtrees) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, args in (sweep if opts.sweep else cases)(opts.shared).items():
+        final = json.loads(run([*args, "--json", "--quiet"]).stdout)
+        truth = final["nodes"]
+        report = json.loads(run([*args, "--estimate", str(opts.estimate_seconds), "--json"]).stdout
+                            )["metrics"]["estimate"]
+        if report["exact"]:
+            alone = ["-", "-", "-"]
+        else:
+            alone = []
+            for key in ("estimate_recursive", "estimate_knuth", "estimate_sampled"):
+                one = report.get(key)
+                alone.append("-" if not one else f"{one['nodes'] / truth:.2f} ({one['probes']:,})"
+                             if key != "estimate_recursive" else f"{one['nodes'] / truth:.2f}")
+        stands = "exact" if report["exact"] else report["estimator"]
+        print(f"| {name} | {truth:,} | {final['seconds']:.2f} | {report['nodes'] / truth:.2f} "
+              f"[{report['low'] / truth:.2f}, {report['high'] / truth:.2f}] | {stands} | " + " | ".join(alone)
+              + " |", flush=True)
 
 
 if __name__ == "__main__":

@@ -133,11 +133,15 @@ def test_estimate_before_a_run_counts_time_and_ranks():
     one = report["seconds_one_rank"]
     assert one == pytest.approx(report["nodes"] / report["rate_per_rank"])
     assert report["ranks_for_walltime"] == max(1, math.ceil(one / (0.5 * report["efficiency_assumed"])))
-    recursive, knuth = report["estimate_recursive"], report["estimate_knuth"]
-    # the recursive estimate, which Knuth's probes (trusted here) may raise but not lower
-    assert report["estimator"] in ("kilby-2006-recursive", "kilby-2006-recursive+knuth-1975")
-    assert report["nodes"] == max(recursive["nodes"], report["nodes"]) and knuth["probes"] > 1000
-    if report["estimator"] == "kilby-2006-recursive":
+    recursive, knuth, sampled = (report[f"estimate_{k}"] for k in ("recursive", "knuth", "sampled"))
+    # the sampled subtrees where trusted; else the recursive estimate, which Knuth's probes (trusted
+    # here) may raise but not lower
+    assert report["estimator"] in ("sampled-subtrees", "kilby-2006-recursive",
+                                   "kilby-2006-recursive+knuth-1975")
+    assert knuth["probes"] > 1000 and 0.8 * truth < sampled["nodes"] < 1.25 * truth
+    if report["estimator"] == "sampled-subtrees":
+        assert report["nodes"] == sampled["nodes"] and report["probes"] == sampled["probes"] >= 30
+    elif report["estimator"] == "kilby-2006-recursive":
         assert knuth["nodes"] <= recursive["nodes"] == report["nodes"]
     else:
         assert recursive["nodes"] < report["nodes"] < knuth["nodes"] and knuth["probes"] == report["probes"]
@@ -163,6 +167,7 @@ def test_the_estimate_flag_prints_the_estimate_and_its_json():
     ("kilby-2006-recursive", (5_000, True), "Knuth's 5,000 probes read lower (they may only raise it)"),
     ("kilby-2006-recursive", (5_000, False), "Knuth's 5,000 probes missed the tree's heavy tail"),
     ("kilby-2006-recursive", (12, True), "Knuth's 12 probes were too few"),
+    ("sampled-subtrees", (5_000, True), "the tree's top counted, then 5,000 of its subtrees, chosen at"),
 ])
 def test_the_estimate_says_which_estimator_stands_and_why(estimator, knuth, says):
     from yewpy.tools.cli import estimate_lines
@@ -175,6 +180,11 @@ def test_the_estimate_says_which_estimator_stands_and_why(estimator, knuth, says
     under = estimate_lines({**report, "under_incumbent": 23.0})
     assert under[0].startswith("estimated nodes under incumbent 23 = ")
     assert "note: counted as if no solution better than 23 turns up" in under[1]
+    if estimator != "sampled-subtrees":         # and why the sampled subtrees do not stand
+        for sampled, why in ((None, "fewer than two subtrees below the tree's top could be searched whole"),
+                             ({"probes": 12}, "12 sampled subtrees were too few"),
+                             ({"probes": 400}, "400 sampled subtrees missed a heavy tail")):
+            assert why in estimate_lines({**report, "estimate_sampled": sampled})[0]
 
 
 @pytest.mark.parametrize("skeleton", ["stacksteal", "depthbounded"])

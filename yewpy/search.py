@@ -12,7 +12,7 @@ from yewpy._engine import monotonic
 from yewpy.core import OPTIMISATION, Core
 from yewpy.errors import UsageError
 from yewpy.operations.session import Session
-from yewpy.operations.treesize import EMPTY, Sampler, TreeSize, merge_rows
+from yewpy.operations.treesize import EMPTY, Sampler, TreeSize, merge_rows, merge_subtrees, sample_subtrees
 from yewpy.ranking import Ranked
 from yewpy.result import FINISHED, Result
 from yewpy.runtime.interfaces import Transport
@@ -153,8 +153,10 @@ EFFICIENCY = 0.9
 def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float | None, comm: Any,
               params: dict) -> Result:
     """``search(estimate=seconds)``: a short search for the node rate and the recursive estimate of
-    what it left open (with the tops of its unexplored children counted), then Knuth's probes, which
-    may raise it (``TreeSize.combined``)."""
+    what it left open (with the tops of its unexplored children counted), then Knuth's probes and
+    sampled subtrees (``sample_subtrees``) for an eighth of the time each. The sampled subtrees stand
+    where trusted (``Subtrees.trusted``); elsewhere the recursive estimate, which Knuth's probes may
+    raise (``TreeSize.combined``)."""
     if not (math.isfinite(seconds) and seconds > 0):
         raise UsageError(f"estimate must be a positive number of seconds, got {seconds}")
     if walltime is not None and not (math.isfinite(walltime) and walltime > 0):
@@ -174,23 +176,29 @@ def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float |
         options = dict(max_depth=params.get("max_depth"), target=params.get("target"),
                        prune_level=_prune_level(problem, params.get("prune_level")))
         sampler = Sampler(core, options, seed=rank + 1)
-        sampler.run(seconds / 4, result.objective if core.kind == OPTIMISATION else None)
+        incumbent = result.objective if core.kind == OPTIMISATION else None
+        sampler.run(seconds / 8, incumbent)
         row = sampler.row()
-        rows = comm.allgather(row) if comm is not None and size > 1 else [row]
+        subtrees = sample_subtrees(sampler.prober, incumbent, seconds / 8, rank=rank, ranks=size)
+        gathered = comm.allgather((row, subtrees)) if comm is not None and size > 1 else [(row, subtrees)]
         merged = EMPTY
-        for other in rows:
+        for other, _ in gathered:
             merged = merge_rows(merged, other, core.sign)
         probed = TreeSize.of(merged)
+        samples = merge_subtrees([part for _, part in gathered])
+        sampled = samples.tree(incumbent) if samples is not None else None
         open_work = result.metrics.pop("open_work", None)
         recursive = TreeSize.recursive(result.nodes, open_work) if open_work is not None else None
-        if recursive is not None:
+        if samples is not None and samples.trusted(result.nodes):
+            tree = sampled          # a uniform sample of the top's subtrees, wherever they lie
+        elif recursive is not None:
             # as in progress lines: the short search's subtrees all closed at the start of the tree,
             # but the counted tops size what it left; Knuth's probes may raise that, never lower it
             tree = recursive.combined(probed, result.nodes)
-            estimators = {"estimate_recursive": recursive.to_dict(result.nodes),
-                          "estimate_knuth": probed.to_dict(result.nodes) if probed is not None else None}
         else:
             tree = probed or TreeSize(0, float(result.nodes), 0.0)
+        estimators = {f"estimate_{name}": None if alone is None else alone.to_dict(result.nodes)
+                      for name, alone in (("recursive", recursive), ("knuth", probed), ("sampled", sampled))}
         exact = False
     low, high = tree.range(result.nodes)
     one_rank = [n / rate for n in (tree.at_least(result.nodes), low, high)] if rate > 0 else None
@@ -210,9 +218,10 @@ def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float |
 
 def estimate(problem: Any, seconds: float = 10.0, coordination: Any = "seq", *,
              walltime: float | None = None, **params: Any) -> dict:
-    """Estimate ``problem``'s tree before searching it, in about ``seconds``: the node count (Knuth's
-    path sampling, or where its probes are too few or miss the tree's heavy tail, the recursive
-    estimate of what a short search left open; a range of two standard errors), the time on one
+    """Estimate ``problem``'s tree before searching it, in about ``seconds``: the node count (the
+    tree's top counted and a random sample of the subtrees below it searched whole, or where those
+    are too few or miss a heavy tail, the recursive estimate of what a short search left open,
+    which Knuth's path sampling may raise; a range of two standard errors), the time on one
     rank at the node rate the short search measured, and, given ``walltime`` (seconds), the ranks
     that finish within it at ``EFFICIENCY``. For an optimisation, the tree under the incumbent the
     short search found."""

@@ -169,6 +169,37 @@ cdef class Prober:
         self._scan(node, depth, incumbent, node is None, children)
         return children
 
+    def size(self, node, long long depth, incumbent=None, double seconds=-1.0):
+        """The nodes the engine generates below ``node`` (at ``depth``; the node itself not counted)
+        under ``incumbent`` held fixed, depth first; where ``seconds`` (>= 0) run out first, minus
+        one less the nodes counted by then."""
+        cdef Core core = self.core
+        cdef double inc = core.sign * incumbent if incumbent is not None else 0.0
+        cdef bint has_inc = incumbent is not None
+        cdef double end = _now() + seconds
+        cdef long long generated = 0
+        cdef int f = 0, step
+        if depth + 1 >= self.max_depth:
+            return 0
+        self._frames(2)
+        core.load(node)
+        core.open(0)
+        while f >= 0:
+            if not core.next(f, f + 1):
+                f -= 1
+                continue
+            generated += 1
+            if seconds >= 0 and (generated & 1023) == 0 and _now() >= end:
+                return -1 - generated
+            step = self._step(f + 1, inc, has_inc)
+            if step == STOP:
+                f -= 1                  # under prune_level the generator ends at a failed bound
+            elif step == EXPAND and depth + f + 2 < self.max_depth:
+                f += 1
+                self._frames(f + 2)
+                core.open(f)
+        return generated
+
     def mean_from(self, node, long long depth, long long probes, incumbent=None):
         """The mean of ``probes`` probes of the subtree under ``node`` (at ``depth``), node included;
         these do not count among the probes of the whole tree."""

@@ -9,8 +9,10 @@ estimate is of the tree under that incumbent; the probes start again when it imp
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import random
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +41,14 @@ TRUSTED_PROBES = 30
 TOP_NODES = 1 << 16
 #: the share of the probes' time that counting the tops of unexplored children may take
 TOP_SHARE = 0.5
+
+
+#: the widest level of the tree's top that ``sample_subtrees`` counts before it samples below it
+SAMPLE_WIDTH = 1 << 16
+#: whole subtrees ``sample_subtrees`` must have searched before its estimate stands
+TRUSTED_SAMPLES = 30
+#: the share of its time that ``sample_subtrees`` may spend counting the top
+SAMPLE_TOP_SHARE = 0.25
 
 
 def merge_rows(a: Row, b: Row, sign: float) -> Row:
@@ -122,6 +132,112 @@ class TreeSize:
         return {"nodes": self.at_least(done), "low": low, "high": high, "probes": self.probes,
                 "consistent": self.consistent(done), "estimator": self.estimator,
                 "under_incumbent": self.under}
+
+
+@dataclass
+class Subtrees:
+    """What ``sample_subtrees`` saw: the nodes of the tree's top (the root and every level down to
+    the deepest counted), the number of that level's nodes the engine expands (``width``), the
+    sizes of those nodes' subtrees searched whole (the node itself not counted), and ``cut``, the
+    nodes counted in the one that time cut short (0 if none). ``complete``: the top is the tree."""
+
+    top: int
+    width: int
+    sizes: list
+    cut: int = 0
+    complete: bool = False
+
+    def merged(self, other: Subtrees) -> Subtrees:
+        """Two ranks' samples of one top (each rank searched its own slice of one order)."""
+        return Subtrees(self.top, self.width, self.sizes + other.sizes, max(self.cut, other.cut),
+                        self.complete)
+
+    def tree(self, under: Any = None) -> TreeSize | None:
+        """The estimate: the top plus ``width`` times the mean subtree, with the standard error of a
+        sample drawn without replacement; None with fewer than two subtrees. The one cut short is
+        left out of the mean; ``trusted`` asks whether it would have moved it."""
+        if self.complete:
+            return TreeSize(0, float(self.top), 0.0, under, SAMPLED)
+        n = len(self.sizes)
+        if n < 2 or self.width == 0:
+            return None
+        mean = sum(self.sizes) / n
+        var = sum((x - mean) ** 2 for x in self.sizes) / (n - 1)
+        left = max(1.0 - n / self.width, 0.0)           # all searched: exact
+        return TreeSize(n, self.top + self.width * mean, self.width * math.sqrt(var / n * left), under,
+                        SAMPLED)
+
+    def trusted(self, done: int) -> bool:
+        """Whether the estimate stands: exact, or ``TRUSTED_SAMPLES`` subtrees or more, the nodes
+        ``done`` inside its range, and the subtree cut short too small to move the mean out of it
+        (where it would, the level's subtrees are heavy-tailed and the sample missed the tail)."""
+        if self.complete:
+            return True
+        size = self.tree()
+        if size is None or size.probes < TRUSTED_SAMPLES:
+            return False
+        n = len(self.sizes)
+        with_cut = self.top + self.width * (sum(self.sizes) + self.cut) / (n + 1)
+        return size.consistent(done) and with_cut <= size.nodes + SPREAD * size.stderr
+
+
+#: the estimator name of ``Subtrees.tree``
+SAMPLED = "sampled-subtrees"
+
+
+def merge_subtrees(parts: list) -> Subtrees | None:
+    """The ranks' ``sample_subtrees`` as one: those of the level the first rank that has one
+    reached (a rank whose time for the top ran out at another level is left out: its subtrees
+    are of another level); None where no rank has one."""
+    kept = [part for part in parts if part is not None]
+    if not kept:
+        return None
+    same = [part for part in kept if (part.top, part.width) == (kept[0].top, kept[0].width)]
+    return functools.reduce(Subtrees.merged, same)
+
+
+def sample_subtrees(prober: Any, incumbent: Any, seconds: float, width: int = SAMPLE_WIDTH,
+                    seed: int = 1, rank: int = 0, ranks: int = 1, most: int = -1) -> Subtrees | None:
+    """The tree's top counted breadth first, level by level, down to the deepest level of at most
+    ``width`` nodes the engine expands (for ``SAMPLE_TOP_SHARE`` of ``seconds`` at most), then the
+    subtrees of that level's nodes searched whole (``Prober.size``, under ``incumbent`` held fixed)
+    in one random order (``seed``, the same on every rank; rank r takes places r, r + ranks, ...)
+    until ``seconds`` run out (or ``most`` are searched, -1: no limit). The sample is uniform over
+    the level, wherever in the tree its nodes lie; the short search's own subtrees all lie at the
+    tree's start, which, where subtree sizes follow the order of the children (maximum clique's
+    colour order), sizes the rest wrongly. None where even the root's children are more than
+    ``width``, or the time ran out before they were counted."""
+    start = time.perf_counter()
+    level, depth, top = [None], 0, 1
+    end = start + SAMPLE_TOP_SHARE * seconds
+    while True:
+        below: list = []
+        generated = 0
+        for node in level:
+            children = prober.expand(node, depth, incumbent)
+            generated += len(children)
+            below.extend(child for child in children if child is not None)
+            if len(below) > width or time.perf_counter() >= end:
+                break
+        else:
+            top += generated
+            if not below:
+                return Subtrees(top, 0, [], complete=True)
+            level, depth = below, depth + 1
+            continue
+        break
+    if level == [None]:
+        return None
+    order = list(range(len(level)))
+    random.Random(seed).shuffle(order)
+    sizes = []
+    end = start + seconds
+    for place in order[rank::ranks][:most if most >= 0 else None]:
+        size = prober.size(level[place], depth, incumbent, max(end - time.perf_counter(), 0.0))
+        if size < 0:
+            return Subtrees(top, len(level), sizes, -1 - size)
+        sizes.append(size)
+    return Subtrees(top, len(level), sizes)
 
 
 def merge_left(a: Left, b: Left, sign: float) -> Left:

@@ -14,7 +14,7 @@ from typing import Any
 from yewpy import __version__
 from yewpy.errors import InputError, UsageError
 from yewpy.operations.session import PENDING, remember_signals
-from yewpy.operations.treesize import TRUSTED_PROBES
+from yewpy.operations.treesize import SAMPLED, TRUSTED_PROBES, TRUSTED_SAMPLES
 from yewpy.operations.walltime import readable
 from yewpy.result import STOPPED, Result
 from yewpy.runtime.metrics import table
@@ -149,15 +149,19 @@ def estimate_lines(report: dict) -> list[str]:
         how = "exact: the whole tree was searched"
     elif report["estimator"] == "knuth-1975":
         how = f"Knuth's path sampling, {report['probes']:,} probes; range of two standard errors"
+    elif report["estimator"] == SAMPLED:
+        how = (f"the tree's top counted, then {report['probes']:,} of its subtrees, chosen at random, "
+               "searched whole; range of two standard errors")
     elif report["estimator"] == "kilby-2006-recursive+knuth-1975":
         how = ("the short search's open work, estimated from what it searched, raised by Knuth's path "
-               f"sampling ({report['probes']:,} probes); range of two standard errors")
+               f"sampling ({report['probes']:,} probes){_untrusted_sample(report)}; range of two standard "
+               "errors")
     else:
         knuth = report.get("estimate_knuth") or {"probes": 0, "consistent": True}
         why = ("missed the tree's heavy tail" if not knuth["consistent"] else
                "were too few" if knuth["probes"] < TRUSTED_PROBES else "read lower (they may only raise it)")
         how = (f"the short search's open work, estimated from what it searched: Knuth's {knuth['probes']:,} "
-               f"probes {why}; range of two standard errors")
+               f"probes {why}{_untrusted_sample(report)}; range of two standard errors")
     lines = [f"estimated {what} = {report['nodes']:.4g} [{report['low']:.4g}, {report['high']:.4g}] ({how})"]
     if not report["consistent"]:
         lines.append("warning: the short search alone visited more nodes than the probes estimate: the tree "
@@ -176,6 +180,16 @@ def estimate_lines(report: dict) -> list[str]:
                      f"{report['ranks_for_walltime']} [{low}, {high}] (at {report['efficiency_assumed']:.0%} "
                      "efficiency)")
     return lines
+
+
+def _untrusted_sample(report: dict) -> str:
+    """Why the sampled subtrees do not stand, for ``estimate_lines``."""
+    sampled = report.get("estimate_sampled")
+    if not sampled:
+        return ", and fewer than two subtrees below the tree's top could be searched whole"
+    if sampled["probes"] < TRUSTED_SAMPLES:
+        return f", and {sampled['probes']:,} sampled subtrees were too few"
+    return f", and {sampled['probes']:,} sampled subtrees missed a heavy tail"
 
 
 def report(app: str, args: argparse.Namespace, result: Result, lines: list[str]) -> str:
