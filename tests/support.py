@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -115,6 +116,15 @@ class ShapeTree(yewpy.Enumeration):
 
     def children(self, node: int):
         return iter(self.shape.get(node, ()))
+
+
+def random_tree(rng: random.Random, low: int, high: int, reach: int = 2) -> ShapeTree:
+    """A random tree of ``low`` to ``high`` nodes: each new node's parent is drawn from the last
+    1 / ``reach`` of the nodes before it (the larger ``reach``, the bushier the tree)."""
+    shape: dict = {}
+    for child in range(1, rng.randrange(low, high)):
+        shape.setdefault(rng.randrange(child // reach, child), []).append(child)
+    return ShapeTree(shape)
 
 
 class DepthHistogram(ShapeTree):

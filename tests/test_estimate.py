@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 import yewpy
-from support import ShapeTree, run_ranks, yewpy_cmd
+from support import random_tree, run_ranks, yewpy_cmd
 from yewpy._probe import Prober
 from yewpy.operations.treesize import TreeSize, merge_rows
 from yewpy.search import core_of
@@ -60,10 +60,7 @@ def test_probes_of_random_trees_are_unbiased():
     rng = random.Random(7)
     errors = []
     for _ in range(40):
-        shape: dict = {}
-        for child in range(1, rng.randrange(50, 400)):
-            shape.setdefault(rng.randrange(child // 2, child), []).append(child)
-        tree = ShapeTree(shape)
+        tree = random_tree(rng, 50, 400)
         nodes = yewpy.search(tree).nodes
         errors.append(_mean(tree, 4000, seed=rng.randrange(1, 1 << 30))[0] / nodes - 1)
     assert abs(statistics.mean(errors)) < 0.03, errors

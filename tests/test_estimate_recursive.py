@@ -13,7 +13,7 @@ import pytest
 from test_estimate import Complete
 
 import yewpy
-from support import ShapeTree
+from support import ShapeTree, random_tree
 from yewpy._engine import Engine
 from yewpy._probe import Prober
 from yewpy.apps.uts import UTS
@@ -66,13 +66,6 @@ def test_every_estimate_of_a_complete_tree_is_exact(branching, depth, spawn_dept
         assert estimate == pytest.approx(total, rel=1e-9), (searched, estimate, total)
 
 
-def _random_tree(rng: random.Random) -> ShapeTree:
-    shape: dict = {}
-    for child in range(1, rng.randrange(300, 1500)):
-        shape.setdefault(rng.randrange(child // 2, child), []).append(child)
-    return ShapeTree(shape)
-
-
 def test_estimates_of_random_trees_are_close_by_half_way_and_exact_at_the_end():
     """Over 40 random trees, from the closed strata alone (no child's top counted, which on trees
     this small would count all that is left): the estimate half way through is within 25% of the
@@ -81,7 +74,7 @@ def test_estimates_of_random_trees_are_close_by_half_way_and_exact_at_the_end():
     rng = random.Random(11)
     halfway = []
     for _ in range(40):
-        tree = _random_tree(rng)
+        tree = random_tree(rng, 300, 1500)
         nodes, seen = estimates(tree, 13, top_width=0)
         for searched, estimate, var in seen:
             assert estimate >= searched and var >= 0

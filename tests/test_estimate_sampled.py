@@ -13,7 +13,7 @@ import pytest
 from test_estimate import Complete
 
 import yewpy
-from support import ShapeTree, run_ranks, yewpy_cmd
+from support import random_tree, run_ranks, yewpy_cmd
 from yewpy._probe import Prober
 from yewpy.apps.maxclique import MaxClique
 from yewpy.apps.nqueens import NQueens
@@ -75,10 +75,7 @@ def test_complete_trees_are_exact():
 def test_every_subtree_searched_is_exact():
     rng = random.Random(5)
     for _ in range(20):
-        shape: dict = {}
-        for child in range(1, rng.randrange(300, 3000)):
-            shape.setdefault(rng.randrange(child // 3, child), []).append(child)
-        tree = ShapeTree(shape)
+        tree = random_tree(rng, 300, 3000, reach=3)
         truth = yewpy.search(tree).nodes
         got = sample_subtrees(Prober(core_of(tree)), None, 60, width=40)
         assert got.tree().nodes == pytest.approx(truth) and got.tree().stderr == 0
