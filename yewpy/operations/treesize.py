@@ -210,23 +210,13 @@ def sample_subtrees(prober: Any, incumbent: Any, seconds: float, width: int = SA
     start = time.perf_counter()
     level, depth, top = [None], 0, 1
     end = start + SAMPLE_TOP_SHARE * seconds
-    while True:
-        below: list = []
-        generated = 0
-        for node in level:
-            children = prober.expand(node, depth, incumbent)
-            generated += len(children)
-            below.extend(child for child in children if child is not None)
-            if len(below) > width or time.perf_counter() >= end:
-                break
-        else:
-            top += generated
-            if not below:
-                return Subtrees(top, 0, [], complete=True)
-            level, depth = below, depth + 1
-            continue
-        break
-    if level == [None]:
+    while (counted := _next_level(prober, level, depth, incumbent, width, end)) is not None:
+        below, generated = counted
+        top += generated
+        if not below:
+            return Subtrees(top, 0, [], complete=True)
+        level, depth = below, depth + 1
+    if depth == 0:
         return None
     order = list(range(len(level)))
     random.Random(seed).shuffle(order)
@@ -238,6 +228,21 @@ def sample_subtrees(prober: Any, incumbent: Any, seconds: float, width: int = SA
             return Subtrees(top, len(level), sizes, -1 - size)
         sizes.append(size)
     return Subtrees(top, len(level), sizes)
+
+
+def _next_level(prober: Any, level: list, depth: int, incumbent: Any, width: int, end: float) -> tuple | None:
+    """The nodes the engine expands one level below ``level`` (at ``depth``; [None]: the root) and
+    the count of all it generates there; None where they are more than ``width`` or the clock
+    passes ``end`` first."""
+    below: list = []
+    generated = 0
+    for node in level:
+        children = prober.expand(node, depth, incumbent)
+        generated += len(children)
+        below.extend(child for child in children if child is not None)
+        if len(below) > width or time.perf_counter() >= end:
+            return None
+    return below, generated
 
 
 def merge_left(a: Left, b: Left, sign: float) -> Left:
