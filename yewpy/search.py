@@ -189,7 +189,7 @@ def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float |
         sampled = samples.tree(incumbent) if samples is not None else None
         open_work = result.metrics.pop("open_work", None)
         recursive = TreeSize.recursive(result.nodes, open_work) if open_work is not None else None
-        if samples is not None and samples.trusted(result.nodes):
+        if samples is not None and sampled is not None and samples.trusted(result.nodes):
             tree = sampled          # a uniform sample of the top's subtrees, wherever they lie
         elif recursive is not None:
             # as in progress lines: the short search's subtrees all closed at the start of the tree,

@@ -220,7 +220,7 @@ def sample_subtrees(prober: Any, incumbent: Any, seconds: float, width: int = SA
         return None
     order = list(range(len(level)))
     random.Random(seed).shuffle(order)
-    sizes = []
+    sizes: list[int] = []
     end = start + seconds
     for place in order[rank::ranks][:most if most >= 0 else None]:
         size = prober.size(level[place], depth, incumbent, max(end - time.perf_counter(), 0.0))
