@@ -207,10 +207,11 @@ class Knapsack:
 
 
 def finish(result: Result, order: Sequence[int]) -> Result:
-    """Map density positions back to input item indices; an empty packing when nothing fits (no
-    solution and no objective: with an initial bound, no solution says none beats it)."""
+    """Map density positions back to input item indices; an empty packing when nothing fits (the
+    core records no solution without an item), unless an initial bound of 0 or more stood: then no
+    solution says none beats it."""
     if result.solution is None:
-        if result.objective is None:
+        if result.objective is None or result.objective < 0:
             result.objective, result.solution = 0, []
     else:
         result.solution = sorted(order[j] for j in result.solution)

@@ -55,8 +55,10 @@ class KnapsackPy(yewpy.Optimisation):
 
     def search(self, coordination="seq", **params):
         result = super().search(coordination, **params)
-        if result.solution is None and result.objective is not None:
-            return result                   # nothing beat the initial bound
+        if result.solution is None:
+            if result.objective is not None and result.objective >= 0:
+                return result               # nothing beat the initial bound
+            result.objective = 0            # the empty packing, which beats a negative one
         items = []
         taken = result.solution[3] if result.solution else None
         while taken is not None:

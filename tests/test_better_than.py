@@ -9,7 +9,7 @@ import subprocess
 
 import networkx as nx
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import yewpy
@@ -107,6 +107,8 @@ def _knapsack_optimum(profits, weights, capacity):
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 40), st.integers(1, 40)), min_size=1, max_size=11),
        st.integers(1, 120), st.integers(-3, 2), st.booleans())
+@example([(1, 2)], 1, -1, False).via("nothing fits: the empty packing beats a negative bound")
+@example([(1, 2)], 1, -1, True).via("the same in Python")
 def test_random_knapsacks_against_brute_force(pairs, capacity, offset, python):
     profits, weights = [p for p, _ in pairs], [w for _, w in pairs]
     best = _knapsack_optimum(profits, weights, capacity)
@@ -166,6 +168,7 @@ def test_estimate_is_of_the_tree_under_the_value(instances):
     text = run("maxclique", instances / "clique" / "brock400_1.clq", "--better-than", 27, "--estimate", 0.5)
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith("estimated nodes under incumbent 27 = ")
+    assert "note: counted under the 27 you gave (--better-than): if nothing is better" in text.stdout
 
 
 @pytest.mark.parametrize("args,message", [
