@@ -206,7 +206,7 @@ def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float |
               "rate_per_rank": rate, "ranks_measured": size,
               "seconds_one_rank": one_rank[0] if one_rank else None,
               "seconds_one_rank_range": one_rank[1:] if one_rank else None, "efficiency_assumed": EFFICIENCY,
-              **estimators}
+              "initial_bound": params.get("initial_bound"), **estimators}
     if walltime is not None and one_rank is not None:
         report["walltime"] = walltime
         report["ranks_for_walltime"], *low_high = [max(1, math.ceil(t / (walltime * EFFICIENCY)))

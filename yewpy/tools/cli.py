@@ -167,8 +167,12 @@ def estimate_lines(report: dict) -> list[str]:
         lines.append("warning: the short search alone visited more nodes than the probes estimate: the tree "
                      "is heavy-tailed (a near-critical binomial tree, say), and the figures are lower bounds")
     if under is not None and not report["exact"]:
-        lines.append(f"note: counted as if no solution better than {under:g} turns up; each better one "
-                     "prunes more, so the search itself may visit far fewer nodes")
+        if under == report.get("initial_bound"):
+            lines.append(f"note: counted under the {under:g} you gave (--better-than): if nothing is better, "
+                         "this is the whole tree the run searches")
+        else:
+            lines.append(f"note: counted as if no solution better than {under:g} turns up; each better one "
+                         "prunes more, so the search itself may visit far fewer nodes")
     one = report["seconds_one_rank"]
     if one is not None:
         low, high = report["seconds_one_rank_range"]
