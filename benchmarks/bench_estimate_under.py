@@ -1,15 +1,15 @@
 """How good the optimisation estimate is against what it claims to estimate: the tree under the
 incumbent of the moment. One rank, the engine walked by node counts (10%, 25%, 50%, 75% of the
 final count); at each point the recursive estimate (with the tops of unexplored children counted)
-against the open work counted exactly with that incumbent held fixed (``Prober.expand``, which
-follows the engine's pruning rules), and against the final node count.
+against the open work counted exactly with that incumbent held fixed (``Prober.expand`` and
+``Prober.size``, which follow the engine's pruning rules), and against the final node count.
 
     python benchmarks/bench_estimate_under.py [--shared /path/to/instances] [--unlimited]
 
 The probes' time is that of a run at 2 million nodes per second (2% of it, as in a run), or, with
 ``--unlimited``, as much as the counts take (what a long run with its default 5-second progress
 lines approaches). gen200_p0.9_55 is left out: its tree under the early incumbents is too big to
-count exactly in Python.
+count exactly in reasonable time.
 """
 
 from __future__ import annotations
@@ -43,17 +43,6 @@ def cases(shared: Path) -> dict:
             "maxclique brock200_1": clique("brock200_1.clq")}
 
 
-def below(prober: Prober, node, depth: int, incumbent) -> int:
-    """The nodes under ``node`` (not itself) that the engine visits with ``incumbent`` held fixed."""
-    total, stack = 0, [(node, depth)]
-    while stack:
-        nd, d = stack.pop()
-        children = prober.expand(nd, d, incumbent)
-        total += len(children)
-        stack.extend((c, d + 1) for c in children if c is not None)
-    return total
-
-
 def row(make_core, unlimited: bool) -> list[str]:
     engine = Engine(make_core(), prune_level=True)
     engine.start_root()
@@ -76,7 +65,7 @@ def row(make_core, unlimited: bool) -> list[str]:
         for f, (depth, _, _, generated, _, exhausted) in enumerate(engine.frontier()[0]):
             if not exhausted:
                 for child in exact.expand(engine.frame_node(f), depth, incumbent)[generated:]:
-                    open_work += 1 + (below(exact, child, depth + 1, incumbent) if child is not None else 0)
+                    open_work += 1 + (exact.size(child, depth + 1, incumbent) if child is not None else 0)
         under = engine.nodes + open_work
         estimate = engine.nodes + left
         cells.append(f"**{estimate / under:.2f}** ({estimate / final:.2f}, {under / final:.2f})")
