@@ -159,7 +159,7 @@ class Subtrees:
         if self.complete:
             return TreeSize(0, float(self.top), 0.0, under, SAMPLED)
         n = len(self.sizes)
-        if n < 2 or self.width == 0:
+        if n < 2:
             return None
         mean = sum(self.sizes) / n
         var = sum((x - mean) ** 2 for x in self.sizes) / (n - 1)
