@@ -11,6 +11,7 @@ import networkx as nx
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from test_knapsack import _brute_force
 
 import yewpy
 from support import INSTANCES, readme_table, require_shared, run_ranks, yewpy_cmd
@@ -98,12 +99,6 @@ def test_two_ranks_prove_the_same_tree(instances, skeleton):
     assert "MaxClique Size = 21" in text
 
 
-def _knapsack_optimum(profits, weights, capacity):
-    return max(sum(profits[i] for i in s) for k in range(len(profits) + 1)
-               for s in itertools.combinations(range(len(profits)), k)
-               if sum(weights[i] for i in s) <= capacity)
-
-
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 40), st.integers(1, 40)), min_size=1, max_size=11),
        st.integers(1, 120), st.integers(-3, 2), st.booleans())
@@ -111,7 +106,7 @@ def _knapsack_optimum(profits, weights, capacity):
 @example([(1, 2)], 1, -1, True).via("the same in Python")
 def test_random_knapsacks_against_brute_force(pairs, capacity, offset, python):
     profits, weights = [p for p, _ in pairs], [w for _, w in pairs]
-    best = _knapsack_optimum(profits, weights, capacity)
+    best = _brute_force(profits, weights, capacity)
     problem = KnapsackPy(profits, weights, capacity) if python else Knapsack(profits, weights, capacity)
     bound = best + offset
     result = problem.search(initial_bound=bound)
