@@ -7,7 +7,8 @@
 For each case: the run's JSON progress lines (every 1/40 of a timing run), the estimates of the
 line nearest each fraction of the run, and their ratios to the true count (estimate / truth):
 the headline (the recursive estimate from the searched part, combined with Knuth's probes where
-those are trusted), then the recursive and Knuth's alone, then
+those are trusted) and its range ("open": no upper end, the tree is heavy-tailed), then the
+recursive and Knuth's alone, then
 ``--estimate`` (a short search plus probes) against the truth. Optimisation cases estimate the
 tree under the incumbent of the moment; their ratios are reported as they come.
 """
@@ -51,6 +52,12 @@ def sweep(shared: Path) -> dict:
     }
 
 
+def _range(estimate: dict, truth: int) -> str:
+    """An estimate's range as ratios to the truth; "open" where it has no upper end (heavy tails)."""
+    high = "open" if estimate["high"] is None else f"{estimate['high'] / truth:.2f}"
+    return f"[{estimate['low'] / truth:.2f}, {high}]"
+
+
 def run(args: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run([*YEWPY, *args], capture_output=True, text=True, timeout=900)
 
@@ -68,7 +75,7 @@ def main() -> None:
         before_only(opts)
         return
     print("| case | nodes | seconds | at 10% | at 25% | at 50% | --estimate | probes at 50% |")
-    print("|   |   |   | headline (recursive, Knuth) | same | same |   |   |")
+    print("|   |   |   | headline [range] (recursive, Knuth) | same | same |   |   |")
     print("|---|---|---|---|---|---|---|---|")
     for name, args in (sweep if opts.sweep else cases)(opts.shared).items():
         timing = json.loads(run([*args, "--json", "--quiet"]).stdout)
@@ -86,14 +93,15 @@ def main() -> None:
                 continue
             est, rec, knuth = near["estimate"], near["estimate_recursive"], near["estimate_knuth"]
             flag = "" if knuth["consistent"] else " lower bound"
-            cells.append(f"**{est['nodes'] / truth:.2f}** ({rec['nodes'] / truth:.2f}, "
+            cells.append(f"**{est['nodes'] / truth:.2f}** {_range(est, truth)} ({rec['nodes'] / truth:.2f}, "
                          f"{knuth['nodes'] / truth:.2f}{flag})")
             probes = knuth["probes"]
         before = json.loads(run([*args, "--estimate", str(opts.estimate_seconds), "--json"]).stdout)
         report = before["metrics"]["estimate"]
         exact = " (exact)" if report["exact"] else ""
         ratio = report["nodes"] / truth
-        row = [name, f"{truth:,}", f"{seconds:.2f}", *cells, f"{ratio:.2f}{exact}", f"{probes:,}"]
+        row = [name, f"{truth:,}", f"{seconds:.2f}", *cells, f"{ratio:.2f}{exact} {_range(report, truth)}",
+               f"{probes:,}"]
         print("| " + " | ".join(row) + " |", flush=True)
 
 
@@ -117,7 +125,7 @@ def before_only(opts: argparse.Namespace) -> None:
                              if key != "estimate_recursive" else f"{one['nodes'] / truth:.2f}")
         stands = "exact" if report["exact"] else report["estimator"]
         print(f"| {name} | {truth:,} | {final['seconds']:.2f} | {report['nodes'] / truth:.2f} "
-              f"[{report['low'] / truth:.2f}, {report['high'] / truth:.2f}] | {stands} | " + " | ".join(alone)
+              f"{_range(report, truth)} | {stands} | " + " | ".join(alone)
               + " |", flush=True)
 
 

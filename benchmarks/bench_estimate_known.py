@@ -60,7 +60,8 @@ def main() -> None:
         for seconds in budgets:
             est = run([*args, "--better-than", str(value), "--estimate", str(seconds)])["metrics"]["estimate"]
             n = truth["nodes"]
-            cells.append(f"{est['nodes'] / n:.2f} ({est['low'] / n:.2f}-{est['high'] / n:.2f}), "
+            high = "open" if est["high"] is None else f"{est['high'] / n:.2f}"
+            cells.append(f"{est['nodes'] / n:.2f} ({est['low'] / n:.2f}-{high}), "
                          f"{est['seconds_one_rank'] / truth['seconds']:.2f}")
         print(f"| {name} | {value} | {plain['nodes']:,}, {plain['seconds']:.1f} | "
               f"{truth['nodes']:,}, {truth['seconds']:.1f} | " + " | ".join(cells) + " |", flush=True)

@@ -12,7 +12,15 @@ from yewpy._engine import monotonic
 from yewpy.core import OPTIMISATION, Core
 from yewpy.errors import UsageError
 from yewpy.operations.session import Session
-from yewpy.operations.treesize import EMPTY, Sampler, TreeSize, merge_rows, merge_subtrees, sample_subtrees
+from yewpy.operations.treesize import (
+    EMPTY,
+    Sampler,
+    TreeSize,
+    finite_or_none,
+    merge_rows,
+    merge_subtrees,
+    sample_subtrees,
+)
 from yewpy.ranking import Ranked
 from yewpy.result import FINISHED, Result
 from yewpy.runtime.interfaces import Transport
@@ -205,12 +213,12 @@ def _estimate(problem: Any, coordination: Any, seconds: float, walltime: float |
     report = {**tree.to_dict(result.nodes), "exact": exact, "sampled_seconds": seconds,
               "rate_per_rank": rate, "ranks_measured": size,
               "seconds_one_rank": one_rank[0] if one_rank else None,
-              "seconds_one_rank_range": one_rank[1:] if one_rank else None, "efficiency_assumed": EFFICIENCY,
-              "initial_bound": params.get("initial_bound"), **estimators}
+              "seconds_one_rank_range": [finite_or_none(t) for t in one_rank[1:]] if one_rank else None,
+              "efficiency_assumed": EFFICIENCY, "initial_bound": params.get("initial_bound"), **estimators}
     if walltime is not None and one_rank is not None:
         report["walltime"] = walltime
         report["ranks_for_walltime"], *low_high = [max(1, math.ceil(t / (walltime * EFFICIENCY)))
-                                                   for t in one_rank]
+                                                   if math.isfinite(t) else None for t in one_rank]
         report["ranks_for_walltime_range"] = low_high
     result.metrics["estimate"] = report
     return result
@@ -221,8 +229,9 @@ def estimate(problem: Any, seconds: float = 10.0, coordination: Any = "seq", *,
     """Estimate ``problem``'s tree before searching it, in about ``seconds``: the node count (the
     tree's top counted and a random sample of the subtrees below it searched whole, or where those
     are too few or miss a heavy tail, the recursive estimate of what a short search left open,
-    which Knuth's path sampling may raise; a range of two standard errors), the time on one
-    rank at the node rate the short search measured, and, given ``walltime`` (seconds), the ranks
-    that finish within it at ``EFFICIENCY``. For an optimisation, the tree under the incumbent the
-    short search found."""
+    which Knuth's path sampling may raise; a range of two standard errors, whose ``high`` is None
+    where a few subtrees hold most of the nodes counted: ``heavy_tailed``), the time on one rank at
+    the node rate the short search measured, and, given ``walltime`` (seconds), the ranks that
+    finish within it at ``EFFICIENCY``. For an optimisation, the tree under the incumbent the short
+    search found."""
     return search(problem, coordination, estimate=seconds, walltime=walltime, **params).metrics["estimate"]

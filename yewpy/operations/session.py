@@ -22,7 +22,16 @@ from yewpy.errors import UsageError
 from yewpy.operations import checkpoint as ckpt
 from yewpy.operations.atomic import check_writable
 from yewpy.operations.profile import Profile
-from yewpy.operations.treesize import EMPTY, NOTHING_LEFT, Left, Row, Sampler, TreeSize, merge_left
+from yewpy.operations.treesize import (
+    EMPTY,
+    NOTHING_LEFT,
+    Left,
+    Row,
+    Sampler,
+    TreeSize,
+    finite_or_none,
+    merge_left,
+)
 from yewpy.operations.walltime import job_end, readable, verdict
 from yewpy.result import FINISHED
 from yewpy.runtime.parts import KIND_NAMES, counters_of, merge_parts, summary
@@ -278,7 +287,8 @@ class Session:
                 "seconds": now - self.start, "nodes": nodes, "rate": rate, self.bound_key: incumbent,
                 "steals": steals, "idle_ranks": idle, "ranks": self.size}
             if size is not None and probed is not None:
-                record["estimate"] = {**size.to_dict(nodes), "seconds_left": left}
+                record["estimate"] = {**size.to_dict(nodes), "seconds_left":
+                                      None if left is None else [finite_or_none(t) for t in left]}
                 record["estimate_knuth"] = probed.to_dict(nodes)
             if recursive is not None:
                 record["estimate_recursive"] = recursive.to_dict(nodes)
@@ -292,11 +302,15 @@ class Session:
             if size is not None:
                 low, high = size.range(nodes)
                 what = "tree" if size.under is None else f"tree under {size.under:g}"
-                text += f"  est. {what} {size.at_least(nodes):.3g} nodes [{low:.3g}, {high:.3g}]"
+                upper = f"{high:.3g}" if size.bounded else "no upper end"
+                text += f"  est. {what} {size.at_least(nodes):.3g} nodes [{low:.3g}, {upper}]"
                 if not size.consistent(nodes):
                     text += " (a lower bound: the probes missed the tree's heavy tail)"
+                elif not size.bounded:
+                    text += " (heavy-tailed: a few subtrees hold most of what has closed)"
                 if left is not None:
-                    text += f", ~{readable(left[0])} left [{readable(left[1])}, {readable(left[2])}]"
+                    upper = readable(left[2]) if size.bounded else "no upper end"
+                    text += f", ~{readable(left[0])} left [{readable(left[1])}, {upper}]"
             if wall is not None:
                 text += f"  wall time {readable(wall)} left: {verdict(left, wall)}"
         sys.stderr.write(text + "\n")

@@ -9,6 +9,7 @@ estimate is of the tree under that incumbent; the probes start again when it imp
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import os
@@ -41,6 +42,11 @@ TRUSTED_PROBES = 30
 TOP_NODES = 1 << 16
 #: the share of the probes' time that counting the tops of unexplored children may take
 TOP_SHARE = 0.5
+#: the estimator name of ``TreeSize.combined`` where Knuth's probes raised the recursive estimate
+COMBINED = "kilby-2006-recursive+knuth-1975"
+#: the coefficient of variation above which the subtrees closed at one depth count as heavy-tailed
+#: (``heavy_tailed``): at 4, fewer than one in 17 of them, in effect, holds their nodes
+HEAVY_CV = 4.0
 
 
 #: the widest level of the tree's top that ``sample_subtrees`` counts before it samples below it
@@ -100,11 +106,18 @@ class TreeSize:
             return self
         if probed.nodes <= self.nodes:
             return self
+        if not self.bounded:    # the probes' variance of a heavy-tailed tree is no tighter
+            return TreeSize(probed.probes, probed.nodes, math.inf, self.under, COMBINED)
         tiny = (1e-9 * max(self.nodes, 1.0)) ** 2
         w_rec, w_probe = 1.0 / (self.stderr ** 2 + tiny), 1.0 / (probed.stderr ** 2 + tiny)
         nodes = (w_rec * self.nodes + w_probe * probed.nodes) / (w_rec + w_probe)
-        return TreeSize(probed.probes, nodes, math.sqrt(1.0 / (w_rec + w_probe)), self.under,
-                        "kilby-2006-recursive+knuth-1975")
+        return TreeSize(probed.probes, nodes, math.sqrt(1.0 / (w_rec + w_probe)), self.under, COMBINED)
+
+    @property
+    def bounded(self) -> bool:
+        """False where the estimate leans on heavy-tailed subtrees (``heavy_tailed``): its range
+        then has no upper end."""
+        return math.isfinite(self.stderr)
 
     def at_least(self, done: int) -> float:
         """The estimate, never below the ``done`` nodes already searched."""
@@ -116,7 +129,8 @@ class TreeSize:
         return done <= self.nodes + SPREAD * self.stderr
 
     def range(self, done: int = 0) -> tuple[float, float]:
-        """Low and high node counts; never below the ``done`` nodes already searched."""
+        """Low and high node counts; never below the ``done`` nodes already searched (high is
+        infinite where the estimate is not ``bounded``)."""
         low = max(self.nodes - SPREAD * self.stderr, float(done), 1.0)
         return low, max(self.nodes + SPREAD * self.stderr, low)
 
@@ -128,10 +142,17 @@ class TreeSize:
         return ((self.at_least(done) - done) / rate, (low - done) / rate, (high - done) / rate)
 
     def to_dict(self, done: int = 0) -> dict:
+        """The estimate for JSON: ``high`` is null where the range has no upper end."""
         low, high = self.range(done)
-        return {"nodes": self.at_least(done), "low": low, "high": high, "probes": self.probes,
+        return {"nodes": self.at_least(done), "low": low, "high": finite_or_none(high),
+                "heavy_tailed": not self.bounded, "probes": self.probes,
                 "consistent": self.consistent(done), "estimator": self.estimator,
                 "under_incumbent": self.under}
+
+
+def finite_or_none(value: float) -> float | None:
+    """``value``, or None where it is infinite (JSON has no infinity)."""
+    return value if math.isfinite(value) else None
 
 
 @dataclass
@@ -154,8 +175,17 @@ class Subtrees:
 
     def tree(self, under: Any = None) -> TreeSize | None:
         """The estimate: the top plus ``width`` times the mean subtree, with the standard error of a
-        sample drawn without replacement; None with fewer than two subtrees. The one cut short is
-        left out of the mean; ``trusted`` asks whether it would have moved it."""
+        sample drawn without replacement, or none where the sample is heavy-tailed (``heavy_tailed``:
+        the range has no upper end); None with fewer than two subtrees. The one cut short is left
+        out of the mean; ``trusted`` asks whether it would have moved it."""
+        size = self._with_sample_error(under)
+        if size is None or not size.stderr or not heavy_tailed(len(self.sizes), sum(self.sizes),
+                                                               sum(x * x for x in self.sizes)):
+            return size
+        return dataclasses.replace(size, stderr=math.inf)
+
+    def _with_sample_error(self, under: Any = None) -> TreeSize | None:
+        """``tree`` with the sample's standard error, heavy-tailed or not."""
         if self.complete:
             return TreeSize(0, float(self.top), 0.0, under, SAMPLED)
         n = len(self.sizes)
@@ -173,7 +203,7 @@ class Subtrees:
         (where it would, the level's subtrees are heavy-tailed and the sample missed the tail)."""
         if self.complete:
             return True
-        size = self.tree()
+        size = self._with_sample_error()
         if size is None or size.probes < TRUSTED_SAMPLES:
             return False
         n = len(self.sizes)
@@ -252,12 +282,23 @@ def merge_left(a: Left, b: Left, sign: float) -> Left:
 
 
 def _closed_at(closed: list, depth: int) -> tuple[float, float, float]:
-    """(count, mean, variance) of the subtrees closed at ``depth`` (zeros where none has)."""
+    """(count, mean, variance) of the subtrees closed at ``depth`` (zeros where none has); the
+    variance is infinite where they are heavy-tailed (``heavy_tailed``)."""
     if depth >= len(closed) or closed[depth][0] == 0:
         return 0.0, 0.0, 0.0
     n, total, total_sq = closed[depth]
     mean = total / n
+    if heavy_tailed(n, total, total_sq):
+        return n, mean, math.inf
     return n, mean, max(total_sq / n - mean * mean, 0.0)
+
+
+def heavy_tailed(n: float, total: float, total_sq: float) -> bool:
+    """Whether ``n`` subtree sizes (their sum and sum of squares) vary by more than ``HEAVY_CV``
+    times their mean: then a few of them hold most of their nodes, as on near-critical binomial
+    trees, and an unexplored sibling may be far bigger than any of them. Their variance says
+    nothing about how much bigger, so an estimate that counts on their mean has no upper end."""
+    return n > 1 and n * total_sq > (1.0 + HEAVY_CV * HEAVY_CV) * total * total
 
 
 def closed_enough(closed: list, depth: int) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 from yewpy import __version__
 from yewpy.errors import InputError, UsageError
 from yewpy.operations.session import PENDING, remember_signals
-from yewpy.operations.treesize import SAMPLED, TRUSTED_PROBES, TRUSTED_SAMPLES
+from yewpy.operations.treesize import COMBINED, SAMPLED, TRUSTED_PROBES, TRUSTED_SAMPLES
 from yewpy.operations.walltime import readable
 from yewpy.result import STOPPED, Result
 from yewpy.runtime.metrics import table
@@ -145,27 +145,32 @@ def estimate_lines(report: dict) -> list[str]:
     """What ``--estimate`` prints."""
     under = report["under_incumbent"]
     what = "nodes" if under is None else f"nodes under incumbent {under:g}"
+    spread = "range of two standard errors" if report["high"] is not None else "heavy-tailed: no upper end"
     if report["exact"]:
         how = "exact: the whole tree was searched"
     elif report["estimator"] == "knuth-1975":
-        how = f"Knuth's path sampling, {report['probes']:,} probes; range of two standard errors"
+        how = f"Knuth's path sampling, {report['probes']:,} probes; {spread}"
     elif report["estimator"] == SAMPLED:
         how = (f"the tree's top counted, then {report['probes']:,} of its subtrees, chosen at random, "
-               "searched whole; range of two standard errors")
-    elif report["estimator"] == "kilby-2006-recursive+knuth-1975":
+               f"searched whole; {spread}")
+    elif report["estimator"] == COMBINED:
         how = ("the short search's open work, estimated from what it searched, raised by Knuth's path "
-               f"sampling ({report['probes']:,} probes){_untrusted_sample(report)}; range of two standard "
-               "errors")
+               f"sampling ({report['probes']:,} probes){_untrusted_sample(report)}; {spread}")
     else:
         knuth = report.get("estimate_knuth") or {"probes": 0, "consistent": True}
         why = ("missed the tree's heavy tail" if not knuth["consistent"] else
                "were too few" if knuth["probes"] < TRUSTED_PROBES else "read lower (they may only raise it)")
         how = (f"the short search's open work, estimated from what it searched: Knuth's {knuth['probes']:,} "
-               f"probes {why}{_untrusted_sample(report)}; range of two standard errors")
-    lines = [f"estimated {what} = {report['nodes']:.4g} [{report['low']:.4g}, {report['high']:.4g}] ({how})"]
+               f"probes {why}{_untrusted_sample(report)}; {spread}")
+    upper = "no upper end" if report["high"] is None else f"{report['high']:.4g}"
+    lines = [f"estimated {what} = {report['nodes']:.4g} [{report['low']:.4g}, {upper}] ({how})"]
     if not report["consistent"]:
         lines.append("warning: the short search alone visited more nodes than the probes estimate: the tree "
                      "is heavy-tailed (a near-critical binomial tree, say), and the figures are lower bounds")
+    elif report["high"] is None:
+        lines.append("warning: a few subtrees hold most of the nodes counted: the tree is heavy-tailed, "
+                     "what is not searched yet may be far bigger than the estimate, and the range has no "
+                     "upper end")
     if under is not None and not report["exact"]:
         if under == report.get("initial_bound"):
             lines.append(f"note: counted under the {under:g} you gave (--better-than): if nothing is better, "
@@ -176,10 +181,12 @@ def estimate_lines(report: dict) -> list[str]:
     one = report["seconds_one_rank"]
     if one is not None:
         low, high = report["seconds_one_rank_range"]
-        lines.append(f"time on 1 rank = {readable(one)} [{readable(low)}, {readable(high)}] at "
+        upper = "no upper end" if high is None else readable(high)
+        lines.append(f"time on 1 rank = {readable(one)} [{readable(low)}, {upper}] at "
                      f"{report['rate_per_rank']:,.0f} nodes/s")
     if "ranks_for_walltime" in report:
         low, high = report["ranks_for_walltime_range"]
+        high = "no upper end" if high is None else high
         lines.append(f"ranks for a wall time of {readable(report['walltime'])} = "
                      f"{report['ranks_for_walltime']} [{low}, {high}] (at {report['efficiency_assumed']:.0%} "
                      "efficiency)")
