@@ -13,7 +13,7 @@ import pytest
 from test_estimate import Complete
 
 import yewpy
-from support import yewpy_cmd
+from support import run_ranks, yewpy_cmd
 from yewpy._engine import Engine
 from yewpy.apps.nqueens import NQueens
 from yewpy.apps.uts import UTS
@@ -157,3 +157,16 @@ def test_the_estimate_before_a_run_says_there_is_no_upper_end():
     estimate = json.loads(out.stdout)["metrics"]["estimate"]
     assert estimate["heavy_tailed"] and estimate["high"] is None
     assert estimate["seconds_one_rank_range"][1] is None and estimate["ranks_for_walltime_range"][1] is None
+
+
+def test_two_ranks_sum_their_open_work_into_a_range_with_no_upper_end():
+    """On two ranks (stack stealing) each rank's open work on T3L travels up the control tree; once
+    both have reported, the headline is the recursive estimate, and it has no upper end."""
+    out = run_ranks(2, [*yewpy_cmd(), "uts", "--tree", "T3L", "--skeleton", "stacksteal", "--json",
+                        "--progress-every", "0.4"])
+    assert out.returncode == 0, out.stderr
+    records = [json.loads(line)["progress"] for line in out.stderr.splitlines() if line.startswith("{")]
+    summed = [r["estimate"] for r in records if "estimate_recursive" in r]
+    assert summed and all(r["ranks"] == 2 for r in records)
+    for e in summed:
+        assert e["heavy_tailed"] and e["high"] is None and e["seconds_left"][2] is None
