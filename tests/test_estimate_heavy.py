@@ -31,8 +31,9 @@ def test_a_few_big_subtrees_are_heavy_an_even_spread_is_not():
     assert not heavy_tailed(*_sums([2 ** (k % 8) for k in range(200)]))       # sizes 1 to 128
     assert heavy_tailed(*_sums([1] * 99 + [10_000]))
     assert not heavy_tailed(*_sums([1, 10_000]))          # two sizes vary by one mean at most
-    # the boundary: 17 equal-sized subtrees' nodes in one of n, coefficient of variation 4
-    assert heavy_tailed(*_sums([0] * 16 + [1] * 1 + [0] * 1)) and not heavy_tailed(*_sums([0] * 15 + [1]))
+    # the boundary: one of n holding every node has a coefficient of variation of sqrt(n - 1),
+    # exactly 4 at n = 17 (not heavy) and above it from n = 18
+    assert not heavy_tailed(*_sums([1] + [0] * 16)) and heavy_tailed(*_sums([1] + [0] * 17))
 
 
 def _walk(problem, truth: int, fractions: tuple) -> list[tuple[int, TreeSize]]:
