@@ -117,21 +117,26 @@ def test_a_heavy_tailed_sample_has_no_upper_end_but_is_judged_on_its_own_error()
 
 def test_progress_says_there_is_no_upper_end_on_a_binomial_tree():
     """UTS T3 (binomial, qm = 0.999): every estimate in its progress lines has no upper end, in the
-    JSON (``high`` and the time left's high null) and in the text."""
+    JSON (``high`` and the time left's high null) and in the text, until every node is counted."""
     import subprocess
 
     out = subprocess.run([*yewpy_cmd(), "uts", "--tree", "T3", "--json", "--progress-every", "0.02"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
+    total = json.loads(out.stdout)["nodes"]
     records = [json.loads(line)["progress"] for line in out.stderr.splitlines()]
-    estimates = [r["estimate"] for r in records if "estimate" in r]
+    estimates = [r["estimate"] for r in records if "estimate" in r and r["nodes"] < total]
     assert len(estimates) >= 3
     for e in estimates:
         assert e["heavy_tailed"] and e["high"] is None and e["seconds_left"][2] is None
         assert e["low"] <= e["nodes"]
+    for r in records:       # every node counted: exact, or the last frames not yet closed
+        if "estimate" in r and r["nodes"] == total:
+            assert r["estimate"]["low"] == total and r["estimate"]["high"] in (total, None)
     text = subprocess.run([*yewpy_cmd(), "uts", "--tree", "T3", "--progress-every", "0.05"],
                           capture_output=True, text=True, timeout=120)
-    lines = [line for line in text.stderr.splitlines() if "est. tree" in line]
+    searched = f"nodes {total:,} "                  # a line printed once the whole tree is searched
+    lines = [line for line in text.stderr.splitlines() if "est. tree" in line and searched not in line]
     assert lines and all("no upper end] (heavy-tailed" in line and "left [0 s, no upper end]" in line
                          for line in lines), text.stderr
 
@@ -166,8 +171,9 @@ def test_two_ranks_sum_their_open_work_into_a_range_with_no_upper_end():
     out = run_ranks(2, [*yewpy_cmd(), "uts", "--tree", "T3L", "--skeleton", "stacksteal", "--json",
                         "--progress-every", "0.4"])
     assert out.returncode == 0, out.stderr
+    total = json.loads(out.stdout)["nodes"]
     records = [json.loads(line)["progress"] for line in out.stderr.splitlines() if line.startswith("{")]
-    summed = [r["estimate"] for r in records if "estimate_recursive" in r]
+    summed = [r["estimate"] for r in records if "estimate_recursive" in r and r["nodes"] < total]
     assert summed and all(r["ranks"] == 2 for r in records)
     for e in summed:
         assert e["heavy_tailed"] and e["high"] is None and e["seconds_left"][2] is None
