@@ -5,21 +5,19 @@ more often; regular trees keep their finite range."""
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 
 import pytest
 from test_estimate import Complete
+from test_estimate_recursive import walk
 
 import yewpy
 from support import run_ranks, yewpy_cmd
-from yewpy._engine import Engine
 from yewpy.apps.nqueens import NQueens
 from yewpy.apps.uts import UTS
 from yewpy.operations import treesize
-from yewpy.operations.treesize import Sampler, Subtrees, TreeSize, heavy_tailed
-from yewpy.search import core_of
+from yewpy.operations.treesize import Subtrees, TreeSize, heavy_tailed
 
 
 def _sums(sizes: list) -> tuple[int, int, int]:
@@ -37,20 +35,9 @@ def test_a_few_big_subtrees_are_heavy_an_even_spread_is_not():
 
 
 def _walk(problem, truth: int, fractions: tuple) -> list[tuple[int, TreeSize]]:
-    """The nodes searched and the recursive estimate once each fraction of the tree is searched
-    (probe time unlimited)."""
-    engine = Engine(core_of(problem), tracking=True)
-    sampler = Sampler(core_of(copy.deepcopy(problem)), {}, seed=1, top_width=256)
-    engine.start_root()
-    out = []
-    for fraction in fractions:
-        target = int(fraction * truth)
-        while engine.active and engine.nodes < target:
-            engine.run(target - engine.nodes)
-        for _ in range(4):                          # a report at a time, each top a level deeper
-            left = sampler.left(engine, None, elapsed=1e9)
-        out.append((engine.nodes, TreeSize.recursive(engine.nodes, left)))
-    return out
+    """The nodes searched and the recursive estimate once each fraction of the tree is searched,
+    after four reports there (``test_estimate_recursive.walk``; tops at most 256 nodes)."""
+    return [(done, TreeSize.recursive(done, left)) for done, left in walk(problem, truth, fractions, 4, 256)]
 
 
 def _covered(trees: list, fractions: tuple) -> list[int]:

@@ -84,18 +84,29 @@ def test_estimates_of_random_trees_are_close_by_half_way_and_exact_at_the_end():
     assert 0.8 < statistics.median(halfway) < 1.25, halfway
 
 
-def _walk_to(problem, fraction: float, truth: int, top_width: int) -> float:
-    """The estimate (a ratio to ``truth``) once ``fraction`` of the tree is searched, with the
-    probes' time unlimited; ``top_width`` as ``Sampler`` takes it."""
+def walk(problem, truth: int, fractions: tuple, reports: int, top_width: int) -> list[tuple[int, tuple]]:
+    """The nodes searched and the open work (``Sampler.left``) once each fraction of the tree
+    (``truth`` nodes) is searched, after ``reports`` reports there (each counts the tops a level
+    deeper), with the probes' time unlimited; ``top_width`` as ``Sampler`` takes it."""
     engine = Engine(core_of(problem), tracking=True)
     sampler = Sampler(core_of(copy.deepcopy(problem)), {}, seed=1, top_width=top_width)
     engine.start_root()
-    target = int(fraction * truth)
-    while engine.active and engine.nodes < target:
-        engine.run(target - engine.nodes)
-    for _ in range(12):                             # a report at a time, each a level deeper
-        left, _, _ = sampler.left(engine, None, elapsed=1e9)
-    return (engine.nodes + left) / truth
+    out = []
+    for fraction in fractions:
+        target = int(fraction * truth)
+        while engine.active and engine.nodes < target:
+            engine.run(target - engine.nodes)
+        for _ in range(reports):
+            left = sampler.left(engine, None, elapsed=1e9)
+        out.append((engine.nodes, left))
+    return out
+
+
+def _walk_to(problem, fraction: float, truth: int, top_width: int) -> float:
+    """The estimate (a ratio to ``truth``) once ``fraction`` of the tree is searched, after 12
+    reports."""
+    done, left = walk(problem, truth, (fraction,), 12, top_width)[0]
+    return (done + left[0]) / truth
 
 
 def test_counted_tops_size_the_big_unexplored_children_of_geometric_trees():
