@@ -25,7 +25,7 @@ import time
 
 from yewpy._engine import Engine
 from yewpy.apps.uts import NAMED_TREES, UTS, parse_uts_params
-from yewpy.operations.treesize import Sampler
+from yewpy.operations.treesize import Sampler, TreeSize
 from yewpy.search import core_of
 
 FRACTIONS = (0.10, 0.25, 0.50, 0.75)
@@ -121,12 +121,13 @@ def main() -> None:
             def ratio(left: float, done: int = done, truth: int = truth) -> float:
                 return (done + left) / truth
 
-            left, var, _ = sampler.left(engine, None, elapsed=time.perf_counter() - started)
-            low = max(done + left - 2 * math.sqrt(var), done) / truth
-            high = "open" if math.isinf(var) else f"{(done + left + 2 * math.sqrt(var)) / truth:.2f}"
+            left = sampler.left(engine, None, elapsed=time.perf_counter() - started)
+            estimate = TreeSize.recursive(done, left)
+            low, high = (x / truth for x in estimate.range(done))
+            high = f"{high:.2f}" if estimate.bounded else "open"
             spread = f"[{ratio(quantile(sizes, cdf, 0.05)):.2f}, {ratio(quantile(sizes, cdf, 0.95)):.2f}]"
             print(f"{fraction:4.0%} {unexplored:10,} {ratio(unexplored * mean_subtree):11.2f} "
-                  f"{ratio(quantile(sizes, cdf, 0.5)):7.2f} {spread:>15} {ratio(left):6.2f} "
+                  f"{ratio(quantile(sizes, cdf, 0.5)):7.2f} {spread:>15} {estimate.nodes / truth:6.2f} "
                   f"{f'[{low:.2f}, {high}]':>15}", flush=True)
 
 
