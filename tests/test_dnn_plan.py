@@ -8,6 +8,7 @@ import math
 import re
 import subprocess
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from dnn_oracle import brute_force, small_model
@@ -262,6 +263,42 @@ def test_every_shape_the_seed_leaves_open_has_its_stage_floor(model, cluster, ba
             assert bound <= eager.root_lb[sid]
             left += eager.root_lb[sid] > bound
     assert search.seed_bar < math.inf and left > 0  # some floors are left out, and they would raise roots
+
+
+SITES = json.dumps({"groups": [{"preset": "dgx-a100-80g", "name": "a", "nodes": 1, "site": "x"},
+                                {"preset": "dgx-v100-32g", "name": "b", "nodes": 1, "site": "y"}],
+                     "links": [{"sites": ["x", "y"], "mbps": 1000, "latency_ms": 10}]})
+
+
+@pytest.mark.parametrize("cluster, settings", [
+    ("dgx-a100-80g:1x4+dgx-v100-32g:1x4", {}),
+    ("dgx-a100-80g:1x2+dgx-v100-16g:1x2+dgx-h100-80g:1x2", {"uniform_recompute": True}),
+    ("dgx-a100-80g:1x8+dgx-v100-32g:1x8", {"mixed_tp": True}),
+    ("dgx-a100-80g:2x4+dgx-v100-32g:1x4", {"stage_replication": True}),
+    ("dgx-a100-80g:1x8", {"schedules": ("1f1b", "interleaved", "kfkb", "gpipe", "terapipe")}),
+    ("sites", {"wan_compression": (1.0, 10.0)}),
+])
+def test_shapes_that_share_a_rank_key_share_their_root_bounds(cluster, settings, tmp_path):
+    """The constructor computes one memory floor and root bound per ``rank_key`` (shapes that differ
+    only in schedule, at one Eq. 1 divisor and c1): each is what the shape's own computation gives,
+    on one site and across sites (where the schedule's exposed sends count)."""
+    if cluster == "sites":
+        cluster = str(tmp_path / "sites.json")
+        Path(cluster).write_text(SITES)
+    model = small_model(6, 4096)
+    train = Training(64, 1024, microbatches=(1, 2), memory_fraction=0.4, **settings)
+    search = PlanSearch(model, load_cluster(cluster), train, top=3, rank=False)
+    search.floors = [search.memory_floor(i) for i in range(len(search.shapes))]
+    search.stage_floors = [-math.inf if need <= usable else math.inf for need, usable in search.floors]
+    own = [search._bound_state(i, 0, search.start_counts(i), *search.zero_state(i), reached=False)
+           if need <= usable else math.inf for i, (need, usable) in enumerate(search.floors)]
+    shared = PlanSearch(model, load_cluster(cluster), train, top=3, memo=False)
+    assert shared.floors == search.floors
+    for sid, bound in enumerate(own):  # the one-part stage floor, added after, only raises a bound
+        assert shared.root_lb[sid] == bound or shared._staged[sid] and shared.root_lb[sid] >= bound, sid
+    keys = {search.rank_key(i) for i in range(len(search.shapes))}
+    # some shapes do share one; across sites none (every schedule exposes its own sends)
+    assert (len(keys) < len(search.shapes)) == (settings.get("wan_compression") is None)
 
 
 def test_a_shape_no_plan_fits_keeps_an_infinite_root_bound_without_a_seed():

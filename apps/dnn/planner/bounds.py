@@ -67,6 +67,15 @@ class Bounds:
         usable = max(tr.usable(self.cluster.groups[g]) for g in groups)
         return state_bytes / width, usable
 
+    def rank_key(self, sid: int) -> tuple:
+        """What shape ``sid``'s memory floor and root bound (``_bound_state`` of its start node before
+        it is reached) read: every field of the shape but its schedule, which they read only as
+        Eq. 1's divisor and c1 (m and ``div``), and, across sites, as the sends it exposes on a
+        wide-area link (``_with_crossings``). 1F1B, kFkB and GPipe shapes of one layout share it."""
+        sh = self.shapes[sid]
+        sends = (sh.schedule, sh.v, sh.k) if self._sites > 1 else None
+        return sh.mode, sh.parts, sh.p, sh.d, sh.t, sh.b, sh.m, sh.div, sh.rc, sh.ep, sh.c, sh.n, sends
+
     # -- shapes ----------------------------------------------------------------------------------
 
     def time_bound(self, node: tuple) -> float:
