@@ -301,6 +301,35 @@ def test_shapes_that_share_a_rank_key_share_their_root_bounds(cluster, settings,
     assert (len(keys) < len(search.shapes)) == (settings.get("wan_compression") is None)
 
 
+@pytest.mark.parametrize("cluster, memory", [
+    ("dgx-a100-80g:1x4+dgx-v100-32g:1x4", 0.4),
+    ("dgx-a100-80g:1x4+dgx-v100-32g:1x4", 0.1),             # memory binds: in-flight counts matter
+    ("dgx-a100-80g:1x2+dgx-v100-16g:1x2+dgx-h100-80g:1x2", 0.2),
+])
+def test_a_siblings_several_part_floor_is_at_most_the_shapes_own(cluster, memory):
+    """``_sibling_parts_floor`` (what prunes a start node before its own several-part floor is
+    computed) never exceeds that shape's own floor, whichever sibling's floor is known first, and
+    it is finite for some kFkB or GPipe shape once the 1F1B ones are known."""
+    model = small_model(6, 4096)
+    train = Training(64, 1024, microbatches=(1, 2), memory_fraction=memory)
+    search = PlanSearch(model, load_cluster(cluster), train, top=3, rank=False)
+    several = [i for i, sh in enumerate(search.shapes) if sh.mode == "pipe" and len(sh.parts) > 1]
+    own = {i: search._new_parts_floor(i) for i in several}
+    for order in (several, several[::-1]):
+        search._parts_floors.clear()
+        search._sibling_floors.clear()
+        for sid in order:
+            assert search._sibling_parts_floor(sid) <= own[sid], search.shapes[sid]
+            search._parts_floor(sid)
+    search._sibling_floors.clear()
+    for sid in several:
+        if search.shapes[sid].schedule == "1f1b":
+            known = search._sibling_floors.setdefault(search.rank_key(sid), [])
+            known.append((search._inflight(sid), own[sid]))
+    assert any(search._sibling_parts_floor(i) > -math.inf for i in several
+               if search.shapes[i].schedule in ("kfkb", "gpipe"))
+
+
 def test_a_shape_no_plan_fits_keeps_an_infinite_root_bound_without_a_seed():
     """Without a seed's bar (the exhaustive tree) the constructor adds every stage floor; a shape
     whose model state alone overfills its GPUs keeps its infinite root bound, whatever its mode."""

@@ -21,6 +21,7 @@ from yewpy.apps.dnn.cost import (
     allreduce,
     flat_ring,
     hierarchical_allreduce,
+    inflight,
     p2p_sends,
     per_layer_tp,
     per_layer_zero,
@@ -91,7 +92,7 @@ class Bounds:
         return self._bound_state(sid, lo, counts, S, X, E, stages[-1][0] if stages else None) * SAFETY
 
     def _bound_state(self, sid: int, lo: int, counts: tuple, S: tuple, X: tuple, E: float,
-                     last: int | None = None, reached: bool = True) -> float:
+                     last: int | None = None, reached: bool = True, several: float | None = None) -> float:
         """A lower bound on the time of every completion of the state: the state's own sums and
         maxima joined with the remaining blocks' floors (``_floors``), and in pipe mode one more
         wide-area send where the last stage's part ``last`` is at a site no remaining part is at. It
@@ -99,13 +100,15 @@ class Bounds:
         dominates (the dominance memo compares states of one last part). ``reached``: with the
         several-part stage floor and the hap floors, computed for a shape the first time one of
         its states is bounded (``_parts_floor``; the root bounds that order the shapes leave them
-        out)."""
+        out). ``several``: a value at most the several-part floor, used in its place (its
+        siblings', ``_sibling_parts_floor``)."""
         sh = self.shapes[sid]
         floors = self._floors(sid, lo, counts)
         if sh.mode == "pipe":
             floor = self.stage_floors[sid]  # the stage floor bounds the Jensen term's quantity
             if reached and len(sh.parts) > 1:
-                several = self._parts_floor(sid)
+                if several is None:
+                    several = self._parts_floor(sid)
                 floor = several if several > floor else floor
             if floor > floors[2]:
                 floors = (floors[0], floors[1], floor)
@@ -538,7 +541,23 @@ class Bounds:
         hit = self._parts_floors.get(sid)
         if hit is None:
             hit = self._parts_floors[sid] = self._new_parts_floor(sid)
+            self._sibling_floors.setdefault(self.rank_key(sid), []).append((self._inflight(sid), hit))
         return hit
+
+    def _sibling_parts_floor(self, sid: int) -> float:
+        """A value at most ``_parts_floor(sid)``, from the shapes of its ``rank_key`` whose floor is
+        known: the largest of theirs whose every stage holds at most as many micro-batches as the
+        same stage of ``sid`` (1F1B's for kFkB and GPipe). They cut the same tables with the same
+        modes (``_floor_modes``), and more micro-batches only leave a stage fewer modes that fit;
+        -inf where none is known."""
+        mine = self._inflight(sid)
+        return max((floor for theirs, floor in self._sibling_floors.get(self.rank_key(sid), ())
+                    if all(a <= b for a, b in zip(theirs, mine))), default=-math.inf)
+
+    def _inflight(self, sid: int) -> tuple:
+        """The micro-batches each stage of pipe shape ``sid`` holds at its peak (``cost.inflight``)."""
+        sh = self.shapes[sid]
+        return tuple(inflight(sh.schedule, j, sh.p, sh.m, sh.v, sh.k) for j in range(sh.p))
 
     def _new_parts_floor(self, sid: int) -> float:
         """What ``_parts_floor`` caches: the floor, its compiled cut kept in ``_parts_cores``."""
