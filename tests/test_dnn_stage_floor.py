@@ -20,7 +20,7 @@ from yewpy.apps.dnn.cost import Training
 from yewpy.apps.dnn.model_files import load_model
 from yewpy.apps.dnn.models import transformer
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch
-from yewpy.apps.dnn.planner._packing import least_packing
+from yewpy.apps.dnn.planner._packing import least_packing, packing_floor
 from yewpy.apps.dnn.planner.bounds import pipe_bound
 from yewpy.apps.dnn.planner.stage_floor import Mode, PartsFloor, StageFloor
 
@@ -360,6 +360,30 @@ def test_the_packing_floor_is_the_least_t_at_which_the_stages_hold_every_block(p
     candidates = sorted({start, *(x for p in prefixes for x in p if x > start)})
     expected = next((t for t in candidates if held(t) >= blocks), math.inf)
     assert least_packing(prefixes, counts, blocks, start) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.data(), n=st.integers(1, 14), parts=st.integers(1, 4), lo=st.integers(0, 14),
+    start=st.sampled_from([0.0, 1.0, 2.5, 4.0]),
+)
+def test_the_compiled_packing_floor_takes_every_block_and_the_trimmed_ones(data, n, parts, lo, start):
+    """``packing_floor`` is ``start`` raised to ``least_packing`` of each part's cheapest-first
+    running sums of blocks [lo, n), over every block and over those at least half the median of
+    part 0's times from lo on (numpy's median): what ``bounds._packing_floor`` computed in Python
+    before it was compiled, to the bit."""
+    lo = min(lo, n)
+    values = st.sampled_from([0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 7.0])  # ties across parts and blocks
+    times = [np.array(data.draw(st.lists(values, min_size=n, max_size=n))) for _ in range(parts)]
+    counts = data.draw(st.lists(st.integers(1, 3), min_size=parts, max_size=parts))
+    ref = times[0]
+    expected = start
+    if lo < n:
+        keep = ref[lo:] >= np.median(ref[lo:]) / 2
+        for mask in (np.ones(n - lo, dtype=bool), keep):
+            sums = [np.cumsum(np.sort(t[lo:][mask])) for t in times]
+            expected = max(expected, least_packing(sums, counts, int(mask.sum()), start))
+    assert packing_floor(times, ref, counts, lo, start) == expected
 
 
 def test_shapes_past_the_split_limit_keep_the_time_floors(monkeypatch):

@@ -1,1 +1,6 @@
+import numpy as np
+
 def least_packing(prefixes: list, counts: list, blocks: int, start: float) -> float: ...
+def packing_floor(
+    times: list[np.ndarray], ref: np.ndarray, counts: list[int], lo: int, start: float
+) -> float: ...

@@ -28,7 +28,7 @@ from yewpy.apps.dnn.cost import (
     state_bytes_per_param,
     zero3_collectives,
 )
-from yewpy.apps.dnn.planner._packing import least_packing
+from yewpy.apps.dnn.planner._packing import packing_floor
 from yewpy.apps.dnn.planner.shares import water_fill
 from yewpy.apps.dnn.planner.stage_floor import PARTS_LIMIT, Mode, PartsFloor, StageFloor
 
@@ -318,31 +318,11 @@ class Bounds:
         """``start``, a floor on the largest steady term of the stages left on the ``live`` (part,
         stages) parts, raised where blocks are whole (a slow GPU's stage holds one block or more,
         not a fraction): to the least T at which those stages could hold blocks [lo, n) if each
-        held the most blocks it can within T, its cheapest ones on its own part (``least_packing``,
-        compiled). Taken with every block, and without those under half the median time (an
-        embedding would let every stage hold one more block): fewer blocks never need a larger T."""
-        best = start
-        counts = [c for _, c in live]
-        for trimmed in (False, True):
-            sums = [self._packing_prefix(sid, i, lo, trimmed) for i, _ in live]
-            found = least_packing(sums, counts, len(sums[0]), start)
-            best = found if found > best else best
-        return best
-
-    def _packing_prefix(self, sid: int, i: int, lo: int, trimmed: bool) -> np.ndarray:
-        """For ``_packing_floor``: part ``i``'s running sums of the times of blocks [lo, n),
-        cheapest first; ``trimmed``: without the blocks under half the median time on part 0 (so
-        every part leaves out the same blocks). Cached."""
-        keys = self._part_keys(sid)[0]
-        key = (keys[i], keys[0] if trimmed else None, lo)
-        hit = self._packing_cache.get(key)
-        if hit is None:
-            mine = self._block_times(sid, i)[lo:]
-            if trimmed:
-                ref = self._block_times(sid, 0)[lo:]
-                mine = mine[ref >= np.median(ref) / 2]
-            hit = self._packing_cache[key] = np.ascontiguousarray(np.cumsum(np.sort(mine)), dtype=float)
-        return hit
+        held the most blocks it can within T, its cheapest ones on its own part (``packing_floor``,
+        compiled). Taken with every block, and without those under half the median time on part 0
+        (an embedding would let every stage hold one more block): fewer blocks never need a larger T."""
+        return packing_floor([self._block_times(sid, i) for i, _ in live], self._block_times(sid, 0),
+                             [c for _, c in live], lo, start)
 
     def _block_times(self, sid: int, i: int) -> np.ndarray:
         """Each block's time on part ``i`` of shape ``sid`` without recomputation; cached."""
