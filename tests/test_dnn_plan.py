@@ -486,6 +486,25 @@ def test_an_all_to_all_across_nodes_costs_more():
     assert inter / intra > group.intra_bandwidth / group.inter_bandwidth / 2   # bandwidth-bound
 
 
+@pytest.mark.parametrize("model", [
+    transformer("moe", layers=3, hidden=2048, heads=16, vocab=32000, seq=2048, experts=8, top_k=2),
+    transformer("dense", layers=3, hidden=2048, heads=16, vocab=32000, seq=2048),
+])
+def test_tables_copied_to_another_data_parallel_degree_are_the_tables_built_there(model):
+    """The search builds a group's tables once per (t, b, ep, c, slices) and copies them to every
+    other d (``StageTables.with_replicas``): with ep given, a MoE block costs alike at every d,
+    and the copy's replica counts and rings are those a build at that d gives."""
+    cluster = load_cluster("dgx-a100-80g:4x8")
+    group, train = cluster.groups[0], Training(256, 2048)
+    search = PlanSearch(model, cluster, train, rank=False)
+    for d, ep, inter in ((2, 2, False), (8, 2, True), (16, 4, True), (4, 1, False)):
+        first = StageTables(model, group, 2, 32 // d, 1, train, ep_group_inter=True, ep=ep)
+        copied, built = first.with_replicas(d, inter), StageTables(model, group, 2, d, 1, train, inter, ep=ep)
+        assert {k: v for k, v in vars(copied).items() if k != "_arrays"} == \
+            {k: v for k, v in vars(built).items() if k != "_arrays"}, (d, ep)
+        assert search._table(0, 2, d, 1, ep, 1, 1).expert_replicas == (d // ep if model.moe else d)
+
+
 def test_expert_parallelism_needs_experts():
     argv = ["dnn-plan", "--model", "megatron-1.7b", "--cluster", "dgx-a100-80g:1x8", "--global-batch", "64",
             "--fix", "ep=2"]

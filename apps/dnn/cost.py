@@ -351,6 +351,7 @@ class StageTables:
         self.expert_ring = network if ep_group_inter else (intra, lat)
         self._rings = (network, (intra, lat))
         self.block_time = []
+        self._ep = 0  # the expert blocks' expert-parallel degree (0: no expert block)
         per_pass = train.pass_overhead + (train.slice_overhead if slices > 1 else 0.0)  # per slice
         work = []
         biggest_act = biggest_params = 0.0
@@ -373,6 +374,7 @@ class StageTables:
             self.expert[i + 1] = self.expert[i] + expert
             if blk.experts:
                 self.expert_replicas = d // ep_blk
+                self._ep = ep_blk
             biggest_act = max(biggest_act, act)
             biggest_params = max(biggest_params, local)
         self.work = [0.0]
@@ -392,10 +394,11 @@ class StageTables:
         self._arrays: dict | None = None
 
     def with_replicas(self, d: int, ep_group_inter: bool) -> StageTables:
-        """These tables for a dense model at data-parallel degree ``d``: its blocks cost alike at every
-        d, so only the replica counts and the expert ring change (no prefix sum is recomputed)."""
+        """These tables at data-parallel degree ``d``, for tables built with their expert-parallel
+        degree given (``ep`` > 0; any dense model's): the blocks cost alike at every d, so only the
+        replica counts and the expert ring change (no prefix sum is recomputed)."""
         other = copy.copy(self)
-        other.d, other.expert_replicas = d * self.c, d
+        other.d, other.expert_replicas = d * self.c, d // self._ep if self._ep else d
         other.expert_ring = self._rings[0] if ep_group_inter else self._rings[1]
         return other
 

@@ -67,14 +67,14 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
 
     #: caches whose entries depend only on their keys: a copy shares them (see ``__deepcopy__``)
     SHARED = frozenset({
-        "model", "cluster", "given", "covers", "rests", "train", "shapes", "tables", "_dense_tables", "costs",
+        "model", "cluster", "given", "covers", "rests", "train", "shapes", "tables", "_any_d_tables", "costs",
         "opts",
         "_slots_cache", "_slot_cache",
         "_least_cache",
         "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
         "_stage_floor_cores", "_wan_cache", "_kind_cache", "_table_keys", "_twins_cache", "_ratio_cache",
         "_ranking",
-        "_leave_cache", "_blocks_cache", "_packing_cache", "_mixed_floors_cache", "_parts_floors",
+        "_leave_cache", "_blocks_cache", "_mixed_floors_cache", "_parts_floors",
         "_sibling_floors", "_parts_cores", "_hap_cores", "_hap_roots", "_time_floors_cache", "_modes_cache",
         "_parts_cache",
     })
@@ -112,7 +112,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self.memo_on = memo
         self.memo: dict = {}
         self.tables: dict = {}
-        self._dense_tables: dict = {}  # (group, t, b, ep, c, slices) -> a dense model's tables at some d
+        self._any_d_tables: dict = {}  # (group, t, b, ep, c, slices) -> the tables at some d (_table)
         self.costs: dict = {}
         self.opts: dict = {}
         self._slots_cache: dict = {}
@@ -131,7 +131,6 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._leave_cache: dict = {}  # (shape, counts, last part) -> bounds._leaves_its_site
         # keyed by the parts' tables (table_key), so shapes that differ only in schedule share them:
         self._blocks_cache: dict = {}  # a table -> its block times (bounds._block_times)
-        self._packing_cache: dict = {}  # (table, part 0's table if trimmed, lo) -> bounds._packing_prefix
         self._mixed_floors_cache: dict = {}  # (part 0's table, live tables and stages, lo) -> _mixed_floors
         self._sites = len({g.site for g in cluster.groups})
         self._table_keys: dict = {}  # (shape, part) -> what its tables depend on (table_key)
