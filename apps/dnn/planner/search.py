@@ -307,7 +307,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         limit = self._limit(sid)
         S0, X0 = S[0], X[0]
         q = sum(counts)
-        slots, sweep = self._slots(sid, lo, counts, prev)
+        slots, sweep = self._slots(sid, lo, counts)
         least_cache = self._least_cache  # read inline: the slot tests ask it a million times on big searches
         dead = [False, False, False]  # per side of the share (see ``_sweep``): pruned from here on
         longer_dead: set = set()  # parts whose longer stages (side 1) the least-blocks test pruned
@@ -411,13 +411,13 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
             X2.append(here if here > x else x)
         return self._bound_state(sid, hi, newcounts, tuple(S2), tuple(X2), E)
 
-    def _slots(self, sid: int, lo: int, counts: tuple, prev: int | None) -> tuple:
+    def _slots(self, sid: int, lo: int, counts: tuple) -> tuple:
         """The next stage's (part, k blocks, counts after, side) from blocks ``lo`` with ``counts``
         stages left, in child order: fastest part first, k by discrepancy from the part's share of
         the rest (side 0: the share, 1: more blocks, 2: fewer); and the sweep data of the bound that
         cuts a side off (``_sweep``). Depends only on the arguments, so cached; a slot's options are
         computed only when it is reached (``_slot_options``)."""
-        key = (sid, lo, counts, prev)
+        key = (sid, lo, counts)
         hit = self._slots_cache.get(key)
         if hit is not None:
             return hit
