@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from support import same_optimum, yewpy_cmd
 from yewpy.apps.dnn.cluster import load_cluster
-from yewpy.apps.dnn.cost import Training
+from yewpy.apps.dnn.cost import Training, stage_cost
 from yewpy.apps.dnn.model_files import load_model
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, bounds
 from yewpy.apps.dnn.planner.treecount import exhaustive_nodes
@@ -223,3 +223,32 @@ def test_mixed_part_floors_never_exceed_a_completion(cluster, replication):
 
     sids = [sid for sid, sh in enumerate(search.shapes) if sh.mode == "pipe" and len(sh.parts) > 1]
     assert check_bounds_below_completions(search, search, sids, mixed) > 50
+
+
+@pytest.mark.parametrize("cluster", ["dgx-v100-16g:2x4", "dgx-a100-80g:1x8"])
+def test_a_replicated_parts_floor_reads_each_part_at_its_own_replicas(cluster):
+    """DAPPLE shapes take the several-part stage floor (``bounds._parts_floor``) with each part's modes
+    costed at its own data-parallel degree: on every part and every stage [lo, hi) but the whole
+    model, a mode's cost is at most c1 tau + exposed of the stage it stands for, ZeRO-3's
+    collectives over the part's replicas (a one-replica stage has none), not the widest part's."""
+    model = small_model(4, 8192)
+    train = _replicated(global_batch=64, seq=2048, zero=(0, 1, 2, 3), recompute=("none", "selective", "full"))
+    search = PlanSearch(model, load_cluster(cluster), train)
+    n, checked = search.n, 0
+    uneven = [sid for sid, sh in enumerate(search.shapes) if sh.uneven]
+    assert any(search._parts_floor(sid) > -math.inf for sid in uneven)
+    for sid in uneven:
+        sh = search.shapes[sid]
+        for part in range(len(sh.parts)):
+            tab, _, zc, *_ = search._class_consts(sid, part, None)
+            modes = search._new_floor_modes(sid, tab, zc, part)
+            for (rc, z), mode in zip(search._allowed(sid), modes, strict=True):
+                for lo in range(n):
+                    for hi in range(lo + 1, n + (lo > 0)):
+                        floor = max(pre[hi] - pre[lo] + offset for pre, offset in mode.terms)
+                        cost = stage_cost(tab, lo, hi, rc, z, 0, sh.p, sh.m, sh.schedule, sh.v, sh.k, train,
+                                          search.dp_link(sid, part), None, n - 1)
+                        actual = sh.c1 * cost.tau + cost.exposed
+                        assert floor * bounds.SAFETY <= actual, (sh, part, rc, z, lo, hi)
+                        checked += 1
+    assert checked > 1000

@@ -513,11 +513,12 @@ class Bounds:
 
     def _parts_floor(self, sid: int) -> float:
         """``stage_floor`` of a pipe shape on several parts (GPU kinds, or a pair and a group): the
-        same cut with each stage on any part, as many on each as the shape has (``PartsFloor``);
-        -inf for DAPPLE's two widths (their stages take different shares of a micro-batch), where
-        per-layer TP is searched, c1 < 1, or past ``PARTS_SPLITS``. Computed when the search first
-        bounds one of the shape's states (many such shapes are pruned by their time-only root
-        bounds first), then cached with its compiled cut (``_parts_cores``, for ``_parts_suffix``)."""
+        same cut with each stage on any part, as many on each as the shape has (``PartsFloor``; for
+        DAPPLE's two widths, each part's modes at its own share of a micro-batch and its own
+        replicas); -inf where per-layer TP is searched, c1 < 1, or past ``PARTS_SPLITS``. Computed
+        when the search first bounds one of the shape's states (many such shapes are pruned by
+        their time-only root bounds first), then cached with its compiled cut (``_parts_cores``,
+        for ``_parts_suffix``)."""
         hit = self._parts_floors.get(sid)
         if hit is None:
             hit = self._parts_floors[sid] = self._new_parts_floor(sid)
@@ -542,7 +543,7 @@ class Bounds:
     def _new_parts_floor(self, sid: int) -> float:
         """What ``_parts_floor`` caches: the floor, its compiled cut kept in ``_parts_cores``."""
         sh = self.shapes[sid]
-        if sh.c1 < 1 or sh.uneven or self.widenable(sid) or len(sh.parts) > PARTS_LIMIT \
+        if sh.c1 < 1 or self.widenable(sid) or len(sh.parts) > PARTS_LIMIT \
                 or math.prod(stages + 1 for _, stages, _, _ in sh.parts) > PARTS_SPLITS:
             return -math.inf
         parts = range(len(sh.parts))
@@ -601,7 +602,7 @@ class Bounds:
         c1, t = sh.c1, tab.t
         params, expert, dense = arrays["params"], arrays["expert"], arrays["dense"]
         dp_byte = None  # the data-parallel all-reduce's seconds per gradient prefix entry, latency
-        if sh.replicas > 1:
+        if tab.d > 1:  # the part's replicas (DAPPLE: a narrow part may have one), as ``stage_cost``'s
             latency, per_byte, _ = self._jensen_terms(sid, part)
             dp_byte = per_byte * tr.grad_bytes * dense / t
             if tab.expert_replicas > 1:
@@ -655,7 +656,7 @@ class Bounds:
             steady = c1 * times + ((params - expert) * touched_f + expert * touched_e) / t
             first: tuple = ((steady, 0.0),)
             exposed = None
-            if sh.replicas > 1 and c1 >= 1:
+            if tab.d > 1 and c1 >= 1:
                 _, per_byte, per_param3 = self._jensen_terms(sid, part)
                 slope, hide = self._per_layer_line(c1, per_byte, per_param3)
                 first += ((steady - hide * times + slope * dense / t, 0.0),)
@@ -697,11 +698,12 @@ class Bounds:
 
     def _zero3_prefix(self, sid: int, tab: StageTables, part: int = 0) -> np.ndarray:
         """Prefix sums of ZeRO-3's collectives per micro-batch on part ``part``: ``zero3_collectives``
-        (dense and expert) over the prefix arrays, as it is linear in the blocks and their parameters."""
-        sh, wb, arrays = self.shapes[sid], self.train.weight_bytes, tab.arrays()
+        (dense and expert) over the prefix arrays, as it is linear in the blocks and their parameters.
+        Over the part's own replicas, as ``stage_cost``'s (DAPPLE: not the widest part's)."""
+        wb, arrays = self.train.weight_bytes, tab.arrays()
         ring = flat_ring(self.dp_link(sid, part))
         blocks = np.arange(self.n + 1, dtype=float)
-        out = zero3_collectives(arrays["dense"] / tab.t, blocks, sh.replicas, ring, wb)
+        out = zero3_collectives(arrays["dense"] / tab.t, blocks, tab.d, ring, wb)
         if tab.expert_replicas > 1 and tab.expert[self.n] > 0:
             experts = arrays["expert"] / tab.t
             out = out + zero3_collectives(experts, blocks, tab.expert_replicas, tab.expert_ring, wb)
