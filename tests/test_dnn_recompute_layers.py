@@ -10,6 +10,7 @@ import subprocess
 
 import megatron_args
 import pytest
+from dnn_oracle import check_options_above_floor_modes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -111,6 +112,18 @@ def test_the_search_with_per_layer_recomputation_equals_the_exhaustive_tree(laye
     exhaustive = ExhaustivePlanSearch(model, load_cluster(cluster), train).search(prune_level=False)
     if same_optimum(bnb, exhaustive):
         assert bnb.nodes <= exhaustive.nodes
+
+
+@pytest.mark.parametrize("recompute", [("block",), ("block", "full"), ("none", "block")])
+def test_stage_floor_modes_hold_a_block_stage_that_recomputes_no_layer(recompute):
+    """Every "block" stage that fits costs and holds at least some floor mode of its shape, also where
+    it recomputes no layer (the embedding alone, or layers that fit without): it holds every
+    activation and no working set, which the "block" mode (fewest activations, one block's working
+    set) exceeds; without ("none", z) allowed a second mode stands for it."""
+    train = Training(32, 1024, memory_fraction=0.2, memory_reserve=0, microbatches=(1, 2),
+                     recompute=recompute, zero=(0, 1, 3))
+    search = PlanSearch(small(4), load_cluster("dgx-a100-80g:1x8"), train)
+    assert check_options_above_floor_modes(search, lambda sid, z: True) > 1000
 
 
 def test_megatron_readme_finding_fewest_layers_that_fit_beat_all_or_nothing():

@@ -244,6 +244,8 @@ class Bounds:
                     zero3 = self._zero3_prefix(sid, tab, part)
                 terms += ((times * (1 - ZERO3_OVERLAP) + zero3, 0.0),)
             out.append(Mode(terms, act, working_set, state, state_e, gbuf))
+            if rc == "block" and self._block_unrecomputed(sid, z) and not per_layer_zero(z):
+                out.append(Mode(terms, arrays["act_none"], 0.0, state, state_e, gbuf))
         return out
 
     def _time_floors(self, sid: int, lo: int, q: int, live: list) -> tuple:
@@ -635,7 +637,16 @@ class Bounds:
                 scale = (m_dp + 1) / 2 if z == 2 else 1.0
                 terms += ((steady - 2 / 3 * times + scale * dp_byte, scale * latency),)
             out.append(Mode(terms, act, working_set, state, state_e, gbuf))
+            if rc == "block" and self._block_unrecomputed(sid, z):
+                out.append(Mode(terms, arrays["act_none"], 0.0, state, state_e, gbuf))
         return out
+
+    def _block_unrecomputed(self, sid: int, z: int) -> bool:
+        """Whether option ("block", ``z``) needs a second floor mode for the stages where it
+        recomputes no layer (a stage without layers, or one that fits without): they hold every
+        activation and no working set, which the "block" mode's fewest activations plus one
+        block's working set may exceed. Not where ("none", ``z``) is allowed: its mode is that one."""
+        return ("none", z) not in self._allowed(sid)
 
     def _per_layer_modes(self, sid: int, tab: StageTables, zc: dict, rc: str, base: int, per_rc: dict,
                          part: int = 0) -> list[Mode]:
