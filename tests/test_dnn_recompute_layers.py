@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import megatron_args
 import pytest
@@ -25,6 +26,7 @@ from yewpy.apps.dnn_plan import plan
 from yewpy.errors import UsageError
 
 ALL = RECOMPUTE  # none, selective, full and block
+VGG19 = str(Path(__file__).parent / "data" / "vgg19.json")
 
 
 def small(layers: int, hidden: int = 4096) -> object:
@@ -114,15 +116,27 @@ def test_the_search_with_per_layer_recomputation_equals_the_exhaustive_tree(laye
         assert bnb.nodes <= exhaustive.nodes
 
 
+@pytest.mark.parametrize("zero_layers", [False, True])
 @pytest.mark.parametrize("recompute", [("block",), ("block", "full"), ("none", "block")])
-def test_stage_floor_modes_hold_a_block_stage_that_recomputes_no_layer(recompute):
-    """Every "block" stage that fits costs and holds at least some floor mode of its shape, also where
-    it recomputes no layer (the embedding alone, or layers that fit without): it holds every
-    activation and no working set, which the "block" mode (fewest activations, one block's working
-    set) exceeds; without ("none", z) allowed a second mode stands for it."""
+def test_stage_floor_modes_hold_every_block_stage(recompute, zero_layers):
+    """Every "block" stage that fits (alone or with per-layer ZeRO) costs and holds at least some floor
+    mode of its shape (``bounds._block_variants``): on layers that cost alike, the mode of its
+    recomputed share's quarter; a stage that recomputes no layer (the embedding alone, or layers
+    that fit without) holds every activation and no working set."""
     train = Training(32, 1024, memory_fraction=0.2, memory_reserve=0, microbatches=(1, 2),
-                     recompute=recompute, zero=(0, 1, 3))
-    search = PlanSearch(small(4), load_cluster("dgx-a100-80g:1x8"), train)
+                     recompute=recompute, zero=(0, 1, 3), zero_layers=zero_layers)
+    search = PlanSearch(small(5), load_cluster("dgx-a100-80g:1x8"), train)
+    assert search._recompute_steps(search.part_table(0, 0)) is not None  # transformer layers: quarters
+    assert check_options_above_floor_modes(search, lambda sid, z: True) > 1000
+
+
+def test_block_floor_modes_on_layers_that_differ_hold_every_stage():
+    """VGG-19's layers differ, so "block" keeps one mode at its least time and activations (and one
+    without recomputation where none is not allowed), below every stage that fits."""
+    train = Training(480, 1, max_tp=1, precision="fp16", memory_fraction=0.3, recompute=("block",),
+                     zero=(0, 1))
+    search = PlanSearch(load_model(VGG19), load_cluster("p3.16xlarge:2x8"), train)
+    assert search._recompute_steps(search.part_table(0, 0)) is None
     assert check_options_above_floor_modes(search, lambda sid, z: True) > 1000
 
 

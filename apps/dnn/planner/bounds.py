@@ -35,6 +35,7 @@ from yewpy.apps.dnn.planner.stage_floor import PARTS_LIMIT, Mode, PartsFloor, St
 SAFETY = 1.0 - 1e-9  # bounds are shrunk by this factor against rounding
 FLOOR_STEPS = 10  # bisection steps of the stage floor: within 0.05% of its bracket's low end
 PER_LAYER_BUCKETS = 4  # stage-floor modes per per-layer ZeRO option: sharded shares in quarters
+RECOMPUTE_BUCKETS = 4  # stage-floor modes per per-layer recomputation option: recomputed shares in quarters
 PARTS_SPLITS = 4096  # the most splits of its stages over its parts a shape's several-part floor tracks
 
 
@@ -622,24 +623,74 @@ class Bounds:
                 out += self._per_layer_modes(sid, tab, zc, rc, z - ZERO_LAYERS, per_rc, part)
                 continue
             state, gbuf, touched_f, m_dp, state_e, touched_e = zc[z]
-            act = arrays["act_block" if rc == "block" else "act_" + rc]
-            working_set = tab.working_set if rc in ("full", "block") else 0.0
-            times = arrays["time_" + ("none" if rc == "block" else rc)]
             if z not in touched:
                 touched[z] = ((params - expert) * touched_f + expert * touched_e) / t
-            steady = c1 * times + touched[z]
-            terms: tuple = ((steady, 0.0),)
-            if z == 3:
-                if zero3 is None:
-                    zero3 = c1 * self._zero3_prefix(sid, tab, part)
-                terms += ((steady - ZERO3_OVERLAP * c1 * times + zero3, 0.0),)
-            elif dp_byte is not None:
-                scale = (m_dp + 1) / 2 if z == 2 else 1.0
-                terms += ((steady - 2 / 3 * times + scale * dp_byte, scale * latency),)
-            out.append(Mode(terms, act, working_set, state, state_e, gbuf))
-            if rc == "block" and self._block_unrecomputed(sid, z):
-                out.append(Mode(terms, arrays["act_none"], 0.0, state, state_e, gbuf))
+            if rc == "block":
+                variants = self._block_variants(sid, tab, z)
+            else:
+                working_set = tab.working_set if rc == "full" else 0.0
+                variants = ((arrays["time_" + rc], arrays["act_" + rc], working_set),)
+            for times, act, working_set in variants:
+                steady = c1 * times + touched[z]
+                terms: tuple = ((steady, 0.0),)
+                if z == 3:
+                    if zero3 is None:
+                        zero3 = c1 * self._zero3_prefix(sid, tab, part)
+                    terms += ((steady - ZERO3_OVERLAP * c1 * times + zero3, 0.0),)
+                elif dp_byte is not None:
+                    scale = (m_dp + 1) / 2 if z == 2 else 1.0
+                    terms += ((steady - 2 / 3 * times + scale * dp_byte, scale * latency),)
+                out.append(Mode(terms, act, working_set, state, state_e, gbuf))
         return out
+
+    def _block_variants(self, sid: int, tab: StageTables, z: int) -> tuple:
+        """Option ("block", ``z``) as (times, activations, working set) prefix arrays, one floor mode
+        each, below every count of recomputed layers in cost and memory. Where the layers cost alike
+        (``_recompute_steps``): RECOMPUTE_BUCKETS modes, bucket k for a stage recomputing a share of
+        its L layers in [k/K, (k+1)/K]: no recomputation's time plus k/K L layers' extra time, its
+        activations less (k+1)/K L layers' savings, and one block's working set for k > 0 (bucket 0
+        holds the count 0, which has none). Otherwise one mode at the least time and activations of
+        any count with the working set, and where ("none", ``z``) is not allowed a second without
+        recomputation for a stage that recomputes no layer (``_block_unrecomputed``)."""
+        arrays = tab.arrays()
+        steps = self._recompute_steps(tab)
+        none_t, none_a = arrays["time_none"], arrays["act_none"]
+        if steps is not None:
+            extra, saving = steps
+            K, ws = RECOMPUTE_BUCKETS, tab.working_set
+            return tuple((none_t + k / K * extra, none_a - (k + 1) / K * saving, ws if k else 0.0)
+                         for k in range(K))
+        out = ((none_t, arrays["act_block"], tab.working_set),)
+        if self._block_unrecomputed(sid, z):
+            out += ((none_t, none_a, 0.0),)
+        return out
+
+    def _recompute_steps(self, tab: StageTables) -> tuple | None:
+        """Per-layer recomputation's extra time and activation savings as prefix arrays over the blocks
+        (a layer's in each layer block, none elsewhere: ``StageTables.layers``), where every layer
+        takes the same extra time and saves the same bytes, at most its activations (transformer
+        layers); None otherwise. Cached per table."""
+        key = id(tab)
+        hit = self._steps_cache.get(key, False)
+        if hit is not False:
+            return hit[1]
+        arrays, n = tab.arrays(), self.n
+        layers = np.zeros(n)
+        first, end = tab.layers(0, n)
+        layers[first:end] = 1.0
+        extra = np.diff(arrays["time_full"]) - np.diff(arrays["time_none"])
+        saving = np.diff(arrays["act_none"]) - np.diff(arrays["act_full"])
+        hit = None
+        if end > first:
+            e, a = extra[first:end], saving[first:end]
+            step_t, step_a = float(e.min()), float(a.max())
+            if (step_t >= 0 and step_a >= 0 and e.max() - step_t <= 1e-9 * e.max()
+                    and step_a - a.min() <= 1e-9 * step_a
+                    and (np.diff(arrays["act_none"])[first:end] >= step_a).all()):
+                cnt = np.concatenate(([0.0], np.cumsum(layers)))
+                hit = (step_t * cnt, step_a * cnt)
+        self._steps_cache[key] = (tab, hit)  # the table kept alive, so its id is not reused
+        return hit
 
     def _block_unrecomputed(self, sid: int, z: int) -> bool:
         """Whether option ("block", ``z``) needs a second floor mode for the stages where it
@@ -655,32 +706,39 @@ class Bounds:
         (k+1)/K sharded (and every expert parameter's ZeRO-3 state), and costs at least the steady
         term, the per-layer line (``_per_layer_line``) and the ZeRO-3 collectives of k/K of its
         parameters beyond what ``ZERO3_OVERLAP`` of its compute hides (latencies left out). Every
-        count's cost and memory lie above one mode's. The terms depend on ``rc`` alone: cached in
-        ``per_rc`` for the shape's other bases."""
+        count's cost and memory lie above one mode's. "block" takes these for each of its
+        recomputed shares (``_block_variants``), where its layers cost alike. The terms depend on
+        ``rc`` and that share alone: cached in ``per_rc`` for the shape's other bases."""
         state3, gbuf3, touched_f, _, state3_e, touched_e = zc[3]  # the least touched bytes at any count
-        terms = per_rc.get(rc)
-        if terms is None:
-            sh, arrays = self.shapes[sid], tab.arrays()
-            c1, t = sh.c1, tab.t
-            params, expert, dense = arrays["params"], arrays["expert"], arrays["dense"]
-            times = arrays["time_" + ("none" if rc == "block" else rc)]  # block: its least, as below
-            steady = c1 * times + ((params - expert) * touched_f + expert * touched_e) / t
-            first: tuple = ((steady, 0.0),)
-            exposed = None
-            if tab.d > 1 and c1 >= 1:
-                _, per_byte, per_param3 = self._jensen_terms(sid, part)
-                slope, hide = self._per_layer_line(c1, per_byte, per_param3)
-                first += ((steady - hide * times + slope * dense / t, 0.0),)
-                exposed = (steady - c1 * ZERO3_OVERLAP * times, c1 * per_param3 * dense / t)
-            terms = per_rc[rc] = [first + ((exposed[0] + k / PER_LAYER_BUCKETS * exposed[1], 0.0),)
-                                  if k and exposed else first for k in range(PER_LAYER_BUCKETS)]
-        act = tab.arrays()["act_block" if rc == "block" else "act_" + rc]
-        working_set = tab.working_set if rc == "full" else 0.0  # block: none where it recomputes none
+        arrays = tab.arrays()
+        if rc != "block":
+            working_set = tab.working_set if rc == "full" else 0.0
+            variants: tuple = ((arrays["time_" + rc], arrays["act_" + rc], working_set),)
+        elif self._recompute_steps(tab) is not None:
+            variants = self._block_variants(sid, tab, base)  # its recomputed shares by quarters
+        else:  # the least time and activations at any count; no working set (none where none is recomputed)
+            variants = ((arrays["time_none"], arrays["act_block"], 0.0),)
         out = []
-        for k, mode_terms in enumerate(terms):
-            high = (k + 1) / PER_LAYER_BUCKETS
-            state = zc[base][0] * (1 - high) + state3 * high
-            out.append(Mode(mode_terms, act, working_set, state, state3_e, gbuf3 if k else 0.0))
+        for v, (times, act, working_set) in enumerate(variants):
+            terms = per_rc.get((rc, v))
+            if terms is None:
+                sh = self.shapes[sid]
+                c1, t = sh.c1, tab.t
+                params, expert, dense = arrays["params"], arrays["expert"], arrays["dense"]
+                steady = c1 * times + ((params - expert) * touched_f + expert * touched_e) / t
+                first: tuple = ((steady, 0.0),)
+                exposed = None
+                if tab.d > 1 and c1 >= 1:
+                    _, per_byte, per_param3 = self._jensen_terms(sid, part)
+                    slope, hide = self._per_layer_line(c1, per_byte, per_param3)
+                    first += ((steady - hide * times + slope * dense / t, 0.0),)
+                    exposed = (steady - c1 * ZERO3_OVERLAP * times, c1 * per_param3 * dense / t)
+                terms = per_rc[rc, v] = [first + ((exposed[0] + k / PER_LAYER_BUCKETS * exposed[1], 0.0),)
+                                         if k and exposed else first for k in range(PER_LAYER_BUCKETS)]
+            for k, mode_terms in enumerate(terms):
+                high = (k + 1) / PER_LAYER_BUCKETS
+                state = zc[base][0] * (1 - high) + state3 * high
+                out.append(Mode(mode_terms, act, working_set, state, state3_e, gbuf3 if k else 0.0))
         return out
 
     def _widened_mode(self, sid: int, tab: StageTables, zc: dict, rc: str, base: int) -> Mode:

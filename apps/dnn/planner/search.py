@@ -76,7 +76,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "_ranking",
         "_leave_cache", "_blocks_cache", "_mixed_floors_cache", "_parts_floors",
         "_sibling_floors", "_parts_cores", "_hap_cores", "_hap_roots", "_time_floors_cache", "_modes_cache",
-        "_parts_cache",
+        "_parts_cache", "_steps_cache",
     })
 
     def __deepcopy__(self, memo: dict) -> PlanSearch:
@@ -145,6 +145,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._parts_cores: dict = {}  # shape -> its compiled PartsFloor, for the stages a node has left
         self._time_floors_cache: dict = {}  # (shape, blocks used, stages left) -> bounds._pipe_time_floors
         self._modes_cache: dict = {}  # what they read -> a stage floor's modes (bounds._floor_modes)
+        self._steps_cache: dict = {}  # id(table) -> (table, its per-layer recompute steps) (_recompute_steps)
         # (hap shape, class) -> its floor from the first block (bounds._hap_root); (shape, None) -> a
         # one-stage shape's least plan time (bounds._hap_one_stage)
         self._hap_roots: dict = {}
