@@ -225,8 +225,10 @@ class Bounds:
     def _hap_modes(self, sid: int, tab: StageTables, zc: dict, part: int) -> list[Mode]:
         """Hap shape ``sid``'s (recompute, ZeRO) options on class ``part`` as the stage floor sees
         them, costed by a stage's tau: its time, and under ZeRO-3 the collectives that
-        ``ZERO3_OVERLAP`` of it does not hide. "block" as in ``_floor_modes``; per-layer ZeRO at
-        ZeRO-3's state with no gather buffer and no collectives (below it at any count)."""
+        ``ZERO3_OVERLAP`` of it does not hide. "block" at its least time and activations at any count
+        with one block's working set (not split by recomputed share as ``_block_variants`` splits
+        it for pipe shapes), and without recomputation where ("none", z) is not allowed; per-layer
+        ZeRO at ZeRO-3's state with no gather buffer and no collectives (below it at any count)."""
         arrays = tab.arrays()
         zero3 = None
         out = []
