@@ -281,20 +281,26 @@ class Shapes:
         if self.model.moe or fix.get("cp", 1) != 1 or "dp" in fix:
             return []
         out = []
+        tp_ok: dict[int, bool] = {}  # t -> whether every group of the subset may take it
         for combo in _product([self._splits(groups[g].gpus, groups[g].gpus_per_node) for g in subset]):
             slices = [(g, stages, width) for g, pattern in zip(subset, combo) for stages, width in pattern]
             p = sum(stages for _, stages, _ in slices)
             widths = {width for _, _, width in slices}
             if p > self.n or fix.get("pp", p) != p or len(widths) < 2:
                 continue
+            # a part of width w splits each micro-batch of d x b samples evenly over its w / t replicas
+            # (``Shape.part_b``), d = max(widths) / t: w divides b x max(widths), whatever t
+            wide = max(widths)
+            even = [b for b in tr.microbatches if all(b * wide % w == 0 for w in widths)]
+            if not even:
+                continue
             for t in divisors(math.gcd(*widths)):
-                if (not self.tp_fits(t) or fix.get("tp", t) != t
-                        or any(not aligned(t, groups[g].gpus_per_node) for g in subset)):
-                    continue
-                parts = tuple((g, stages, t, width // t) for g, stages, width in slices)
-                d = max(widths) // t
-                out += [sh for sh in self._schedules("pipe", parts, p, d, 0, tr.global_batch)
-                        if all(sh.b * d % part[3] == 0 for part in parts)]
+                if t not in tp_ok:
+                    tp_ok[t] = (self.tp_fits(t) and fix.get("tp", t) == t
+                                and all(aligned(t, groups[g].gpus_per_node) for g in subset))
+                if tp_ok[t]:
+                    parts = tuple((g, stages, t, width // t) for g, stages, width in slices)
+                    out += self._schedules("pipe", parts, p, wide // t, 0, tr.global_batch, even)
         return out
 
     def _splits(self, gpus: int, per_node: int) -> list[tuple]:
@@ -324,7 +330,10 @@ class Shapes:
         return [c for c in divisors(room)
                 if c <= tr.max_cp and (c == 1 or tr.seq % (2 * c) == 0) and tr.fix.get("cp", c) == c]
 
-    def _schedules(self, mode: str, parts: tuple, p: int, d: int, t: int, B: int) -> list[Shape]:
+    def _schedules(self, mode: str, parts: tuple, p: int, d: int, t: int, B: int,
+                   microbatches: list[int] | None = None) -> list[Shape]:
+        """The shapes of one layout: each micro-batch size (of ``microbatches``, default all), schedule
+        and its parameter, recompute mode (where the launcher needs one) and expert-parallel degree."""
         tr, fix = self.train, self.train.fix
         # every recompute mode (when the launcher needs one) and expert-parallel degree (MoE: every
         # one that divides d and every MoE block's experts) of each schedule; built directly, as
@@ -337,7 +346,7 @@ class Shapes:
         def add(sched: str, **kw: int) -> None:
             out.extend(Shape(mode, parts, p, d, t, b, m, sched, rc=rc, ep=e, **kw) for rc in rcs for e in eps)
 
-        for b in tr.microbatches:
+        for b in tr.microbatches if microbatches is None else microbatches:
             if fix.get("mb", b) != b:
                 continue
             if mode == "pipe":
