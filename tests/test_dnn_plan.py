@@ -221,24 +221,35 @@ def test_bnb_equals_exhaustive_deep_pipelines(layers, hidden, batch, cluster, me
     layers=st.integers(3, 9),
     hidden=st.sampled_from([1024, 4096, 12288]),
     batch=st.sampled_from([16, 64]),
-    cluster=st.sampled_from(["dgx-a100-80g:1x8", "dgx-a100-80g:2x4", "dgx-v100-16g:2x4"]),
+    cluster=st.sampled_from(["dgx-a100-80g:1x8", "dgx-a100-80g:2x4", "dgx-v100-16g:2x4",
+                             "dgx-a100-80g:1x4+dgx-v100-32g:1x4", "dgx-h100-80g:1x4+dgx-a100-40g:1x4"]),
     mem=st.sampled_from([0.3, 0.6, 0.9]),
+    replication=st.booleans(),
 )
-def test_seed_limits_are_plans_of_their_shapes(layers, hidden, batch, cluster, mem):
+def test_seed_limits_are_plans_of_their_shapes(layers, hidden, batch, cluster, mem, replication):
     """Each shape's seed limit (the min-max cut's leaf or a walk's first leaf) is the time of a real
     plan of that shape: never below the shape's best in the exhaustive tree, so it prunes nothing the
-    answer needs; and the cut finds a plan wherever the shape has one."""
+    answer needs; and the cut finds a plan wherever a one-part shape has one. The cut of a shape
+    of several parts (GPU kinds, DAPPLE's widths) is a real plan too, and finds some."""
     model = small_model(layers, hidden)
-    train = Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4))
+    train = Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4),
+                     stage_replication=replication)
     search = PlanSearch(model, load_cluster(cluster), train, top=3)
     exhaustive = ExhaustivePlanSearch(model, load_cluster(cluster), train)
     exhaustive.search(prune_level=False)
     for sid, seconds in search.seeded.items():
         assert seconds >= exhaustive.found[sid] * (1 - 1e-12)
+    several = []
     for sid in exhaustive.found:
         sh = search.shapes[sid]
-        if sh.mode == "pipe" and len(sh.parts) == 1:
-            assert search._cut_leaf(sid) < math.inf, sh
+        if sh.mode == "pipe":
+            cut = search._cut_leaf(sid)
+            assert cut >= exhaustive.found[sid] * (1 - 1e-12), sh
+            if len(sh.parts) == 1:
+                assert cut < math.inf, sh
+            else:
+                several.append(cut)
+    assert not several or any(cut < math.inf for cut in several)
 
 
 @pytest.mark.parametrize("model, cluster, batch", [
@@ -355,8 +366,12 @@ def test_the_seed_dives_into_the_shapes_of_least_start_bounds(cluster, many):
     search = PlanSearch(model, load_cluster(cluster), train, top=3)
     first = sorted(range(len(search.shapes)), key=lambda i: (search.root_lb[i], i))[: 16 * many]
     ranked = sorted(first, key=lambda i: (search._start_bound(i), i))[:many]
-    assert search._seed_shapes(many) == ranked
+    search.seed_bar = math.inf  # what the seed found would stop the walk
+    assert list(search._seed_shapes(many)) == ranked
     assert any(search._start_bound(i) > search.root_lb[i] for i in first)  # it ranks by something new
+    # with a bar, only the shapes whose start bounds are under it
+    search.seed_bar = bar = search._start_bound(ranked[len(ranked) // 2])
+    assert list(search._seed_shapes(many)) == [i for i in ranked if search._start_bound(i) < bar] != ranked
 
 
 def test_a_slot_on_two_parts_keeps_the_floors_of_its_own_stage_counts():

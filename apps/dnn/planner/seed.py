@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -17,15 +18,13 @@ class Seeding:
     """``_seed`` and the dives it makes."""
 
     def _seed(self, tries: int = 8, budget: int = 150) -> float:
-        """An upper bound on the top-th best shape's time before the search. In each of the ``tries *
-        max(top, 3)`` shapes with the least start-node bounds (``_start_bound``, which counts the
-        memory that the root bounds leave out), among 16 times as many with the least root bounds
-        (GPT-3 on 32+32 mixed nodes: the best plan's shape ranks 117th by root bound and 9th by
-        start bound): the min-max cut's leaf (``_cut_leaf``), or
-        where the cut finds none, the first leaf of a depth-first walk that may backtrack
-        (``budget`` nodes at most: a greedy dive mostly dies where memory runs out), pruned against
-        what is known so far. It becomes that shape's own limit (``seeded``), the top-th best over
-        the shapes the threshold. Every worker computes the same, so a thief prunes at once."""
+        """An upper bound on the top-th best shape's time before the search. In each of at most
+        ``tries * max(top, 3)`` shapes, taken by least start-node bound (``_seed_shapes``): the
+        min-max cut's leaf (``_cut_leaf``), or where the cut finds none, the first leaf of a
+        depth-first walk that may backtrack (``budget`` nodes at most: a greedy dive mostly dies
+        where memory runs out), pruned against what is known so far. It becomes that shape's own
+        limit (``seeded``), the top-th best over the shapes the threshold. Every worker computes
+        the same, so a thief prunes at once."""
         saved, self.memo_on = self.memo_on, False  # a dive must not fill the dominance memo
         times: list[float] = []
         try:
@@ -37,29 +36,40 @@ class Seeding:
                     self.seeded[sid] = seconds
                     times.append(seconds)
                     times.sort()
-                    if len(times) >= self.top:  # later dives prune against it
+                    if len(times) >= self.top:  # later dives, and the shapes still to choose, read it
                         self.seed_bar = times[self.top - 1]
         finally:
             self.memo_on = saved
         return times[self.top - 1] if len(times) >= self.top else math.inf
 
-    def _seed_shapes(self, many: int) -> list[int]:
-        """The ``many`` shapes with the least start bounds (``_start_bound``) among the ``16 * many``
-        with the least root bounds, in order. A start bound is never below its root bound, so a shape
-        is taken once its start bound is at most the next root bound: start bounds are computed
-        only as far as the root bounds reach the many-th least of them."""
-        order = sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i))[: 16 * many]
+    def _seed_shapes(self, many: int) -> Iterator[int]:
+        """Up to ``many`` of the ``16 * many`` shapes with the least root bounds, by least start bound
+        (``_start_bound``, which counts the memory that the root bounds leave out; GPT-3 on 32+32
+        mixed nodes: the best plan's shape ranks 117th by root bound and 9th by start bound), each
+        while the seed's bar (``seed_bar``, which the seeds lower as they are taken) is above it.
+        A start bound is never below its root bound, so a shape is taken once its start bound is
+        at most the next root bound: start bounds are computed only as far as the root bounds
+        reach the many-th least of them, or the bar."""
+        order = sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i))
         waiting: list[tuple[float, int]] = []
-        chosen: list[int] = []
-        for sid in order:
-            while waiting and waiting[0][0] <= self.root_lb[sid] and len(chosen) < many:
-                chosen.append(heapq.heappop(waiting)[1])
-            if len(chosen) == many:
-                return chosen
+        taken = 0
+        for sid in order[: 16 * many]:
+            if self.root_lb[sid] >= self.seed_bar:
+                break
+            while waiting and waiting[0][0] <= self.root_lb[sid]:
+                bound, best = heapq.heappop(waiting)
+                if bound < self.seed_bar:
+                    yield best
+                    taken += 1
+                    if taken == many:
+                        return
             heapq.heappush(waiting, (self._start_bound(sid), sid))
-        while waiting and len(chosen) < many:
-            chosen.append(heapq.heappop(waiting)[1])
-        return chosen
+        while waiting and taken < many:
+            bound, best = heapq.heappop(waiting)
+            if bound >= self.seed_bar:
+                return
+            yield best
+            taken += 1
 
     def _start_bound(self, sid: int) -> float:
         """Shape ``sid``'s start-node bound: its root bound with the floor the constructor left out
@@ -72,34 +82,47 @@ class Seeding:
         return self.root_lb[sid]
 
     def _cut_leaf(self, sid: int, rounds: int = 6) -> float:
-        """The time of a leaf of a one-group pipe shape whose stages are cut as long as a cap on each
-        stage's steady term plus exposed time, c1 x steady + exposed, allows (each stage taking
-        its memory-feasible option of least fill time under the cap), the cap bisected ``rounds``
+        """The time of a leaf of a pipe shape whose stages are cut as long as a cap on each stage's
+        steady term plus exposed time, c1 x steady + exposed, allows (each stage taking its
+        memory-feasible option of least fill time under the cap), the cap bisected ``rounds``
         times: Eq. 1 is dominated by its largest stage, and memory makes the early stages (more
-        micro-batches in flight) shorter, which the tree's balanced first child is not (inf where
-        not a one-group pipe shape, or if no cut fits)."""
+        micro-batches in flight) shorter, which the tree's balanced first child is not. Several
+        parts (mixed GPU kinds, DAPPLE's two widths) take their stages one part after another,
+        fastest part first, as the tree's first children do (``_part_sequence``). inf where not a
+        pipe shape, or if no cut fits."""
         sh = self.shapes[sid]
-        one_group_pipe = sh.mode == "pipe" and len(sh.parts) == 1 and not (
-            self.train.megatron_stages or self.train.galvatron_stages)  # the cut knows neither rule
-        if not one_group_pipe or self.root_lb[sid] == math.inf:
+        pipe = sh.mode == "pipe" and not (self.train.megatron_stages or self.train.galvatron_stages)
+        if not pipe or self.root_lb[sid] == math.inf:  # the cut knows neither stage rule
             return math.inf
+        return min(self._cut_in_order(sid, sequence, rounds) for sequence in self._part_sequences(sid))
+
+    def _cut_in_order(self, sid: int, sequence: list[int], rounds: int) -> float:
+        sh = self.shapes[sid]
         n, v, c1 = self.n, sh.v, sh.c1
+
+        def fitting(part: int, lo: int, hi: int, j: int, prev: int | None, cap: float) -> list:
+            return [o for o in self._stage_options(sid, part, lo, hi, j, prev) if c1 * o[1] + o[2] <= cap]
 
         def cut(cap: float) -> tuple | None:
             lo, prev, stages = 0, None, []
-            for j in range(sh.p):
+            for j, part in enumerate(sequence):
                 left = sh.p - j - 1
-                best = None
-                for hi in [n] if not left else range(lo + v, n - left * v + 1):
-                    fit = [o for o in self._stage_options(sid, 0, lo, hi, j, prev) if c1 * o[1] + o[2] <= cap]
-                    if not fit:
-                        break  # no option of a longer stage fits either
-                    best = (hi, min(fit, key=lambda o: o[0]))
-                if best is None:
+                # the longest stage with an option under the cap, by bisection: a longer stage
+                # takes more time and memory, so where no option fits, none fits a longer one
+                short, long = (n, n) if not left else (lo + v, n - left * v)
+                fit = fitting(part, lo, short, j, prev, cap)
+                if not fit:
                     return None
-                hi, (_, _, _, rc, z) = best
-                stages.append((0, hi - lo, rc, z))
-                lo, prev = hi, 0
+                while short < long:
+                    mid = (short + long + 1) // 2
+                    more = fitting(part, lo, mid, j, prev, cap)
+                    if more:
+                        short, fit = mid, more
+                    else:
+                        long = mid - 1
+                _, _, _, rc, z = min(fit, key=lambda o: o[0])
+                stages.append((part, short - lo, rc, z))
+                lo, prev = short, part
             return tuple(stages)
 
         low = max(c1 * self._floors(sid, 0, self.start_counts(sid))[1], self.stage_floors[sid])
@@ -119,6 +142,18 @@ class Seeding:
             else:
                 high, stages = mid, tighter
         return self.replay(("s", sid, n, (), (), (), 0.0, stages, ()))
+
+    def _part_sequences(self, sid: int) -> list[list[int]]:
+        """The part of each stage of pipe shape ``sid`` in the cut: every stage of the fastest part
+        (its replicas' rate times d, as ``_slots`` orders them), then of the next; and the same
+        slowest part first. Parts of one speed keep their order (a part starts after its twins)."""
+        sh = self.shapes[sid]
+        rates = [self.part_table(sid, i).rate * part[3] for i, part in enumerate(sh.parts)]
+        out = []
+        for sign in (-1, 1) if len(set(rates)) > 1 else (-1,):
+            order = sorted(range(len(sh.parts)), key=lambda i: (sign * rates[i], i))
+            out.append([i for i in order for _ in range(sh.parts[i][1])])
+        return out
 
     def _first_leaf(self, sid: int, budget: int) -> float:
         """The time of the first leaf a depth-first walk of shape ``sid`` meets within ``budget`` nodes
