@@ -87,9 +87,9 @@ class Seeding:
         memory-feasible option of least fill time under the cap), the cap bisected ``rounds``
         times: Eq. 1 is dominated by its largest stage, and memory makes the early stages (more
         micro-batches in flight) shorter, which the tree's balanced first child is not. Several
-        parts (mixed GPU kinds, DAPPLE's two widths) take their stages one part after another,
-        fastest part first, as the tree's first children do (``_part_sequence``). inf where not a
-        pipe shape, or if no cut fits."""
+        parts (mixed GPU kinds, sites, DAPPLE's two widths) take their stages one part after
+        another, in each order of ``_part_sequences``, the best kept. inf where not a pipe shape,
+        or if no cut fits."""
         sh = self.shapes[sid]
         pipe = sh.mode == "pipe" and not (self.train.megatron_stages or self.train.galvatron_stages)
         if not pipe or self.root_lb[sid] == math.inf:  # the cut knows neither stage rule
@@ -97,6 +97,7 @@ class Seeding:
         return min(self._cut_in_order(sid, sequence, rounds) for sequence in self._part_sequences(sid))
 
     def _cut_in_order(self, sid: int, sequence: list[int], rounds: int) -> float:
+        """``_cut_leaf`` with stage j on part ``sequence[j]``."""
         sh = self.shapes[sid]
         n, v, c1 = self.n, sh.v, sh.c1
 
