@@ -15,6 +15,8 @@ python benchmarks/bench_dnn_plan.py hap-floor 3   # the same with and without th
 python benchmarks/bench_dnn_plan.py revisions /tmp/base/site 3  # two-kind clusters: this tree against another
 python benchmarks/bench_dnn_plan.py revisions /tmp/base/site 3 mixed  # three kinds and held-out mixes
 python benchmarks/bench_dnn_plan.py mixed-plans 3  # the same cases' whole planning time, as the CLI times it
+python benchmarks/bench_dnn_plan.py plans-against /tmp/base/site 3  # ... against another tree, alternating
+python benchmarks/bench_dnn_plan.py plans-against /tmp/base/site 3 --stage-replication
 """
 
 from __future__ import annotations
@@ -357,6 +359,51 @@ def mixed_plans(repeat: int) -> None:
               f"{result.objective:.4f} s/iter", flush=True)
 
 
+ONE_WHOLE_PLAN = """
+import json, sys, time
+from yewpy.apps.dnn.cluster import load_cluster
+from yewpy.apps.dnn.cost import Training
+from yewpy.apps.dnn.model_files import load_model
+from yewpy.apps.dnn_plan import plan
+model, cluster, batch, replication = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+t0 = time.perf_counter()
+train = Training(batch, 2048, stage_replication=replication)
+result = plan(load_model(model), load_cluster(cluster), train, top=3)
+top = [p["iteration_seconds"] for p in result.extras["top"]]
+print(json.dumps([time.perf_counter() - t0, result.extras["nodes"], top]))
+"""
+
+
+def plans_against(base: str, repeat: int, replication: bool) -> None:
+    """Whole planning seconds (``plan``, as ``mixed-plans``) on every mixed-kind case, this tree
+    against the yewpy at ``base`` (laid out as ``revisions`` says), one process per run,
+    alternating, medians of ``repeat``; with ``--stage-replication`` where ``replication``. The top-3
+    times must be the same."""
+    import os
+
+    ratios = []
+    for model, cluster, batch in MIXED_KINDS + TWO_KIND + TWO_KIND_UNSEEN:
+        runs: dict = {"base": [], "this": []}
+        for _ in range(repeat):
+            for which in runs:
+                env = dict(os.environ)
+                if which == "base":
+                    env["PYTHONPATH"] = base
+                out = subprocess.run([sys.executable, "-c", ONE_WHOLE_PLAN, model, cluster, str(batch),
+                                      "1" if replication else "0"], env=env, cwd=tempfile.gettempdir(),
+                                     capture_output=True, text=True, check=True)
+                runs[which].append(json.loads(out.stdout))
+        old, new = (statistics.median(r[0] for r in runs[k]) for k in ("base", "this"))
+        ratios.append(new / old)
+        same = runs["base"][0][2] == runs["this"][0][2]
+        name = Path(model).stem if model.endswith(".json") else model
+        nodes = f"{runs['base'][0][1]} -> {runs['this'][0][1]}"
+        print(f"{old:6.2f} -> {new:6.2f} s (x{new / old:.2f}); nodes {nodes}  {name} on {cluster}, B {batch}"
+              f"{'' if same else '  DIFFERENT top 3'}", flush=True)
+    spread = f"x{min(ratios):.2f}-{max(ratios):.2f}, median x{statistics.median(ratios):.2f}"
+    print(f"{len(ratios)} cases: {spread}")
+
+
 def main() -> None:
     what = sys.argv[1]
     if what == "sites":
@@ -370,6 +417,8 @@ def main() -> None:
         two_kind(int(sys.argv[2]) if len(sys.argv) > 2 else 3, "pair" if what == "two-kind" else "hap")
     elif what == "mixed-tp":
         mixed_tp(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
+    elif what == "plans-against":
+        plans_against(sys.argv[2], int(sys.argv[3]), "--stage-replication" in sys.argv[4:])
     elif what == "mixed-plans":
         mixed_plans(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
     elif what == "cli":
