@@ -280,6 +280,23 @@ print(json.dumps([time.perf_counter() - t0, result.nodes, result.objective, buil
 """
 
 
+def _alternating(base: str, repeat: int, script: str, args: list[str]) -> dict:
+    """``script``'s JSON output with ``args``, ``repeat`` times under the yewpy at ``base`` and under
+    this tree, one process per run, alternating: {"base": [...], "this": [...]}."""
+    import os
+
+    runs: dict = {"base": [], "this": []}
+    for _ in range(repeat):
+        for which in runs:
+            env = dict(os.environ)
+            if which == "base":
+                env["PYTHONPATH"] = base
+            out = subprocess.run([sys.executable, "-c", script, *args], env=env, cwd=tempfile.gettempdir(),
+                                 capture_output=True, text=True, check=True)
+            runs[which].append(json.loads(out.stdout))
+    return runs
+
+
 def revisions(base: str, repeat: int, which: str = "two-kind") -> None:
     """Seconds to build and search a PlanSearch (--top 3) on the two-kind clusters (``which``
     "mixed": on ``MIXED_KINDS``), this tree against the yewpy at ``base`` (a folder holding a
@@ -287,18 +304,8 @@ def revisions(base: str, repeat: int, which: str = "two-kind") -> None:
     with ``apps`` and ``skeletons`` copied in as ``yewpy/apps`` and ``yewpy/skeletons`` and this
     tree's ``.so`` files beside them), one process per run, alternating, medians of ``repeat``
     (the build's in brackets); the plans must be the same."""
-    import os
-
     for model, cluster, batch in MIXED_KINDS if which == "mixed" else TWO_KIND + TWO_KIND_UNSEEN:
-        runs: dict = {"base": [], "this": []}
-        for _ in range(repeat):
-            for which in runs:
-                env = dict(os.environ)
-                if which == "base":
-                    env["PYTHONPATH"] = base
-                out = subprocess.run([sys.executable, "-c", ONE_PLAN, model, cluster, str(batch)], env=env,
-                                     cwd=tempfile.gettempdir(), capture_output=True, text=True, check=True)
-                runs[which].append(json.loads(out.stdout))
+        runs = _alternating(base, repeat, ONE_PLAN, [model, cluster, str(batch)])
         old, new = (statistics.median(r[0] for r in runs[k]) for k in ("base", "this"))
         built = [statistics.median(r[3] for r in runs[k]) for k in ("base", "this")]
         same = runs["base"][0][2] == runs["this"][0][2]
@@ -379,20 +386,10 @@ def plans_against(base: str, repeat: int, replication: bool) -> None:
     against the yewpy at ``base`` (laid out as ``revisions`` says), one process per run,
     alternating, medians of ``repeat``; with ``--stage-replication`` where ``replication``. The top-3
     times must be the same."""
-    import os
-
     ratios = []
     for model, cluster, batch in MIXED_KINDS + TWO_KIND + TWO_KIND_UNSEEN:
-        runs: dict = {"base": [], "this": []}
-        for _ in range(repeat):
-            for which in runs:
-                env = dict(os.environ)
-                if which == "base":
-                    env["PYTHONPATH"] = base
-                out = subprocess.run([sys.executable, "-c", ONE_WHOLE_PLAN, model, cluster, str(batch),
-                                      "1" if replication else "0"], env=env, cwd=tempfile.gettempdir(),
-                                     capture_output=True, text=True, check=True)
-                runs[which].append(json.loads(out.stdout))
+        args = [model, cluster, str(batch), "1" if replication else "0"]
+        runs = _alternating(base, repeat, ONE_WHOLE_PLAN, args)
         old, new = (statistics.median(r[0] for r in runs[k]) for k in ("base", "this"))
         ratios.append(new / old)
         same = runs["base"][0][2] == runs["this"][0][2]
