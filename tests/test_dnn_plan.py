@@ -230,7 +230,8 @@ def test_seed_limits_are_plans_of_their_shapes(layers, hidden, batch, cluster, m
     """Each shape's seed limit (the min-max cut's leaf or a walk's first leaf) is the time of a real
     plan of that shape: never below the shape's best in the exhaustive tree, so it prunes nothing the
     answer needs; and the cut finds a plan wherever a one-part shape has one. The cut of a shape
-    of several parts (GPU kinds, DAPPLE's widths) is a real plan too, and finds some."""
+    of several parts (GPU kinds, DAPPLE's widths) is a real plan too, where it finds one (it
+    need not: its parts' stages come in two orders only)."""
     model = small_model(layers, hidden)
     train = Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4),
                      stage_replication=replication)
@@ -239,7 +240,6 @@ def test_seed_limits_are_plans_of_their_shapes(layers, hidden, batch, cluster, m
     exhaustive.search(prune_level=False)
     for sid, seconds in search.seeded.items():
         assert seconds >= exhaustive.found[sid] * (1 - 1e-12)
-    several = []
     for sid in exhaustive.found:
         sh = search.shapes[sid]
         if sh.mode == "pipe":
@@ -247,9 +247,25 @@ def test_seed_limits_are_plans_of_their_shapes(layers, hidden, batch, cluster, m
             assert cut >= exhaustive.found[sid] * (1 - 1e-12), sh
             if len(sh.parts) == 1:
                 assert cut < math.inf, sh
-            else:
-                several.append(cut)
-    assert not several or any(cut < math.inf for cut in several)
+
+
+@pytest.mark.parametrize("replication", [False, True])
+def test_the_cut_finds_plans_of_shapes_of_several_parts(replication):
+    """On a small model on 4 A100 + 4 V100 GPUs, the cut finds a plan in every pipe shape of
+    several parts (two GPU kinds; with --stage-replication, two widths too) that has one, and the
+    shape's best in at least half of them (stop 52: 134 of 191, and 221 of 394)."""
+    model = small_model(6, 4096)
+    cluster = load_cluster("dgx-a100-80g:1x4+dgx-v100-32g:1x4")
+    train = Training(64, 1024, memory_fraction=0.9, memory_reserve=0, microbatches=(1, 2, 4),
+                     stage_replication=replication)
+    search = PlanSearch(model, cluster, train, top=3)
+    exhaustive = ExhaustivePlanSearch(model, cluster, train)
+    exhaustive.search(prune_level=False)
+    several = [(search._cut_leaf(sid), best) for sid, best in exhaustive.found.items()
+               if search.shapes[sid].mode == "pipe" and len(search.shapes[sid].parts) > 1]
+    assert len(several) > 100
+    assert all(best * (1 - 1e-12) <= cut < math.inf for cut, best in several)
+    assert sum(cut <= best * (1 + 1e-9) for cut, best in several) >= len(several) / 2
 
 
 @pytest.mark.parametrize("model, cluster, batch", [

@@ -242,10 +242,11 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         return own if own < bar else bar
 
     def ranking(self) -> Ranking:
-        """The engine's ranking, its bar already at the seed's top-th best time. The seed costs its
-        plans with ``stage_cost`` (``replay``), the tree with ``stage_terms``' arithmetic, and the
-        two can differ in the last bits: the bar keeps plans within the bounds' allowance (SAFETY)
-        of the seed's time, or the seed's own plan, met in the tree a bit dearer, is lost."""
+        """The engine's ranking, its bar already at the seed's top-th best time over SAFETY. The
+        seed costs its plans with ``stage_cost`` (``replay``), the tree with ``stage_terms``'
+        arithmetic, and the two can differ in the last bits: the bar keeps plans within the bounds'
+        allowance (SAFETY) of the seed's time, or the seed's own plan, met in the tree a bit dearer,
+        is lost."""
         ranking = super().ranking()
         if self.seed_bar < math.inf:
             ranking.adopt(ranking.inclusive(self.seed_bar / SAFETY))

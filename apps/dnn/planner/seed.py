@@ -54,21 +54,21 @@ class Seeding:
         waiting: list[tuple[float, int]] = []
         taken = 0
         for sid in order[: 16 * many]:
-            if self.root_lb[sid] >= self.seed_bar:
-                break
             while waiting and waiting[0][0] <= self.root_lb[sid]:
-                bound, best = heapq.heappop(waiting)
+                bound, chosen = heapq.heappop(waiting)
                 if bound < self.seed_bar:
-                    yield best
+                    yield chosen
                     taken += 1
                     if taken == many:
                         return
+            if self.root_lb[sid] >= self.seed_bar:  # read after the seeds above lowered it
+                break
             heapq.heappush(waiting, (self._start_bound(sid), sid))
         while waiting and taken < many:
-            bound, best = heapq.heappop(waiting)
+            bound, chosen = heapq.heappop(waiting)
             if bound >= self.seed_bar:
                 return
-            yield best
+            yield chosen
             taken += 1
 
     def _start_bound(self, sid: int) -> float:
@@ -89,10 +89,10 @@ class Seeding:
         micro-batches in flight) shorter, which the tree's balanced first child is not. Several
         parts (mixed GPU kinds, sites, DAPPLE's two widths) take their stages one part after
         another, in each order of ``_part_sequences``, the best kept. inf where not a pipe shape,
-        or if no cut fits."""
+        under Megatron-LM's or Galvatron's stage rule (the cut knows neither), or if no cut fits."""
         sh = self.shapes[sid]
         pipe = sh.mode == "pipe" and not (self.train.megatron_stages or self.train.galvatron_stages)
-        if not pipe or self.root_lb[sid] == math.inf:  # the cut knows neither stage rule
+        if not pipe or self.root_lb[sid] == math.inf:
             return math.inf
         return min(self._cut_in_order(sid, sequence, rounds) for sequence in self._part_sequences(sid))
 
