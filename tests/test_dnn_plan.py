@@ -253,7 +253,7 @@ def test_seed_limits_are_plans_of_their_shapes(layers, hidden, batch, cluster, m
 def test_the_cut_finds_plans_of_shapes_of_several_parts(replication):
     """On a small model on 4 A100 + 4 V100 GPUs, the cut finds a plan in every pipe shape of
     several parts (two GPU kinds; with --stage-replication, two widths too) that has one, and the
-    shape's best in at least half of them (stop 52: 134 of 191, and 221 of 394)."""
+    shape's best in at least half of them (stop 52: 134 of 191, and 218 of 395)."""
     model = small_model(6, 4096)
     cluster = load_cluster("dgx-a100-80g:1x4+dgx-v100-32g:1x4")
     train = Training(64, 1024, memory_fraction=0.9, memory_reserve=0, microbatches=(1, 2, 4),
