@@ -429,8 +429,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         sh = self.shapes[sid]
         q = sum(counts)
         R = self.n - lo
-        if sh.mode == "pipe":  # a part's speed on the pipeline's micro-batches: its replicas' rate x d
-            rates = [self.part_table(sid, i).rate * part[3] for i, part in enumerate(sh.parts)]
+        if sh.mode == "pipe":
+            rates = self._part_rates(sid)
             cap = sum(c * rate for rate, c in zip(rates, counts))
             twins = self._twins(sid) if self.pruning else {}
             untouched = {i for i, (part, c) in enumerate(zip(sh.parts, counts)) if c == part[1]}
@@ -455,6 +455,11 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                 slots.append((part, k, newcounts, 0 if k == first else 1 if k > first else 2))
         hit = self._slots_cache[key] = (tuple(slots), self._sweep(sid, lo, counts))
         return hit
+
+    def _part_rates(self, sid: int) -> list[float]:
+        """Each part's speed on pipe shape ``sid``'s micro-batches: its replicas' rate times d. The
+        tree's slots and the seed's cut take the faster parts first."""
+        return [self.part_table(sid, i).rate * part[3] for i, part in enumerate(self.shapes[sid].parts)]
 
     def _twins(self, sid: int) -> dict:
         """Part index -> the previous part of its class in pipe shape ``sid``: parts any two of which

@@ -146,10 +146,10 @@ class Seeding:
 
     def _part_sequences(self, sid: int) -> list[list[int]]:
         """The part of each stage of pipe shape ``sid`` in the cut: every stage of the fastest part
-        (its replicas' rate times d, as ``_slots`` orders them), then of the next; and the same
-        slowest part first. Parts of one speed keep their order (a part starts after its twins)."""
+        (``_part_rates``, as ``_slots`` orders them), then of the next; and the same slowest part
+        first. Parts of one speed keep their order (a part starts after its twins)."""
         sh = self.shapes[sid]
-        rates = [self.part_table(sid, i).rate * part[3] for i, part in enumerate(sh.parts)]
+        rates = self._part_rates(sid)
         out = []
         for sign in (-1, 1) if len(set(rates)) > 1 else (-1,):
             order = sorted(range(len(sh.parts)), key=lambda i: (sign * rates[i], i))
