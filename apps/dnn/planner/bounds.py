@@ -680,15 +680,15 @@ class Bounds:
         layers = np.zeros(n)
         first, end = tab.layers(0, n)
         layers[first:end] = 1.0
+        held = np.diff(arrays["act_none"])  # each block's activations without recomputation
         extra = np.diff(arrays["time_full"]) - np.diff(arrays["time_none"])
-        saving = np.diff(arrays["act_none"]) - np.diff(arrays["act_full"])
+        saving = held - np.diff(arrays["act_full"])
         hit = None
         if end > first:
             e, a = extra[first:end], saving[first:end]
             step_t, step_a = float(e.min()), float(a.max())
             if (step_t >= 0 and step_a >= 0 and e.max() - step_t <= 1e-9 * e.max()
-                    and step_a - a.min() <= 1e-9 * step_a
-                    and (np.diff(arrays["act_none"])[first:end] >= step_a).all()):
+                    and step_a - a.min() <= 1e-9 * step_a and (held[first:end] >= step_a).all()):
                 cnt = np.concatenate(([0.0], np.cumsum(layers)))
                 hit = (step_t * cnt, step_a * cnt)
         self._steps_cache[key] = (tab, hit)  # the table kept alive, so its id is not reused
