@@ -705,12 +705,15 @@ class Bounds:
                          part: int = 0) -> list[Mode]:
         """Option (``rc``, per-layer ZeRO-3 over ZeRO-``base``) as PER_LAYER_BUCKETS floor modes: the
         mode for a sharded share of the dense parameters in (k/K, (k+1)/K] holds the state of
-        (k+1)/K sharded (and every expert parameter's ZeRO-3 state), and costs at least the steady
-        term, the per-layer line (``_per_layer_line``) and the ZeRO-3 collectives of k/K of its
-        parameters beyond what ``ZERO3_OVERLAP`` of its compute hides (latencies left out). Every
-        count's cost and memory lie above one mode's. "block" takes these for each of its
+        (k+1)/K sharded (and every expert parameter's ZeRO-3 state) and ZeRO-3's gather buffer (a
+        stage that shards no layer is the option (``rc``, ``base``), always allowed beside it), and
+        costs at least the steady term, the per-layer line (``_per_layer_line``; over ZeRO-2 with
+        the rest's all-reduce at its (m + 1) / 2 reduce-scatters) and the ZeRO-3 collectives of k/K
+        of its parameters beyond what ``ZERO3_OVERLAP`` of its compute hides (latencies left out).
+        Every count's cost and memory lie above one mode's. "block" takes these for each of its
         recomputed shares (``_block_variants``), where its layers cost alike. The terms depend on
-        ``rc`` and that share alone: cached in ``per_rc`` for the shape's other bases."""
+        ``rc``, that share and the line's scale alone: cached in ``per_rc`` for the shape's other
+        bases."""
         state3, gbuf3, touched_f, _, state3_e, touched_e = zc[3]  # the least touched bytes at any count
         arrays = tab.arrays()
         if rc != "block":
@@ -720,9 +723,11 @@ class Bounds:
             variants = self._block_variants(sid, tab, base)  # its recomputed shares by quarters
         else:  # the least time and activations at any count; no working set (none where none is recomputed)
             variants = ((arrays["time_none"], arrays["act_block"], 0.0),)
+        # ZeRO-2 reduce-scatters the rest's gradients at every micro-batch: (m + 1) / 2 all-reduces
+        scale = (zc[base][3] + 1) / 2 if base == 2 else 1.0
         out = []
         for v, (times, act, working_set) in enumerate(variants):
-            terms = per_rc.get((rc, v))
+            terms = per_rc.get((rc, v, scale))
             if terms is None:
                 sh = self.shapes[sid]
                 c1, t = sh.c1, tab.t
@@ -732,15 +737,16 @@ class Bounds:
                 exposed = None
                 if tab.d > 1 and c1 >= 1:
                     _, per_byte, per_param3 = self._jensen_terms(sid, part)
-                    slope, hide = self._per_layer_line(c1, per_byte, per_param3)
+                    slope, hide = self._per_layer_line(c1, scale * per_byte, per_param3)
                     first += ((steady - hide * times + slope * dense / t, 0.0),)
                     exposed = (steady - c1 * ZERO3_OVERLAP * times, c1 * per_param3 * dense / t)
-                terms = per_rc[rc, v] = [first + ((exposed[0] + k / PER_LAYER_BUCKETS * exposed[1], 0.0),)
-                                         if k and exposed else first for k in range(PER_LAYER_BUCKETS)]
+                K = PER_LAYER_BUCKETS
+                terms = per_rc[rc, v, scale] = [first + ((exposed[0] + k / K * exposed[1], 0.0),)
+                                                if k and exposed else first for k in range(K)]
             for k, mode_terms in enumerate(terms):
                 high = (k + 1) / PER_LAYER_BUCKETS
                 state = zc[base][0] * (1 - high) + state3 * high
-                out.append(Mode(mode_terms, act, working_set, state, state3_e, gbuf3 if k else 0.0))
+                out.append(Mode(mode_terms, act, working_set, state, state3_e, gbuf3))
         return out
 
     def _widened_mode(self, sid: int, tab: StageTables, zc: dict, rc: str, base: int) -> Mode:
