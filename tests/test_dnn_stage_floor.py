@@ -72,11 +72,11 @@ def prefix(values: list[float]) -> np.ndarray:
 
 
 def random_modes(data, values, count: int) -> list[Mode]:
-    """``count`` stage-floor modes of 1-2 cost terms drawn from ``values`` (prefix arrays)."""
+    """``count`` stage-floor modes of 1-6 cost terms drawn from ``values`` (prefix arrays)."""
     out = []
     for _ in range(count):
         terms = tuple((prefix(data.draw(values)), data.draw(st.floats(0, 5))) for _ in range(data.draw(
-            st.integers(1, 2))))
+            st.integers(1, 6))))
         out.append(Mode(terms, prefix(data.draw(values)), data.draw(st.floats(0, 5)),
                         data.draw(st.floats(0, 2)), data.draw(st.floats(0, 2)), data.draw(st.floats(0, 5))))
     return out

@@ -434,6 +434,14 @@ class Bounds:
         slope = min(0.6 * per_byte * self.train.grad_bytes, min(0.6 * c1, c1 - 2 / 3) * per_param3)
         return slope, max(0.6 * c1 * o + 0.4, (c1 - 2 / 3) * o + 2 / 3)
 
+    def _least_layer(self, tab: StageTables) -> float:
+        """The dense parameters per GPU of the smallest layer (``StageTables.layers``) in ``tab``: what
+        a stage that shards any layer with per-layer ZeRO shards at least; 0 without layers."""
+        first, end = tab.layers(0, self.n)
+        if end <= first:
+            return 0.0
+        return float(np.diff(tab.arrays()["dense"])[first:end].min()) / tab.t
+
     def _per_layer_zero(self, sid: int) -> bool:
         """Whether a stage of shape ``sid`` may shard only some layers with ZeRO-3 (``ZERO_LAYERS``)."""
         return any(per_layer_zero(z) for _, z in self._allowed(sid))
@@ -708,12 +716,13 @@ class Bounds:
         (k+1)/K sharded (and every expert parameter's ZeRO-3 state) and ZeRO-3's gather buffer (a
         stage that shards no layer is the option (``rc``, ``base``), always allowed beside it), and
         costs at least the steady term, the per-layer line (``_per_layer_line``; over ZeRO-2 with
-        the rest's all-reduce at its (m + 1) / 2 reduce-scatters) and the ZeRO-3 collectives of k/K
-        of its parameters beyond what ``ZERO3_OVERLAP`` of its compute hides (latencies left out).
-        Every count's cost and memory lie above one mode's. "block" takes these for each of its
-        recomputed shares (``_block_variants``), where its layers cost alike. The terms depend on
-        ``rc``, that share and the line's scale alone: cached in ``per_rc`` for the shape's other
-        bases."""
+        the rest's all-reduce at its (m + 1) / 2 reduce-scatters), the ZeRO-3 collectives of k/K of
+        its parameters and of one layer beyond what ``ZERO3_OVERLAP`` of its compute hides
+        (latencies left out), and the all-reduce of the 1 - (k+1)/K it does not shard beyond what
+        2/3 of it hides (docs/dnn.md). Every count's cost and memory lie above one mode's. "block"
+        takes these for each of its recomputed shares (``_block_variants``), where its layers cost
+        alike. The terms depend on ``rc``, that share and the line's scale alone: cached in
+        ``per_rc`` for the shape's other bases."""
         state3, gbuf3, touched_f, _, state3_e, touched_e = zc[3]  # the least touched bytes at any count
         arrays = tab.arrays()
         if rc != "block":
@@ -728,21 +737,30 @@ class Bounds:
         out = []
         for v, (times, act, working_set) in enumerate(variants):
             terms = per_rc.get((rc, v, scale))
-            if terms is None:
+            if terms is None:  # the terms of each bucket
                 sh = self.shapes[sid]
                 c1, t = sh.c1, tab.t
                 params, expert, dense = arrays["params"], arrays["expert"], arrays["dense"]
                 steady = c1 * times + ((params - expert) * touched_f + expert * touched_e) / t
-                first: tuple = ((steady, 0.0),)
-                exposed = None
-                if tab.d > 1 and c1 >= 1:
-                    _, per_byte, per_param3 = self._jensen_terms(sid, part)
-                    slope, hide = self._per_layer_line(c1, scale * per_byte, per_param3)
-                    first += ((steady - hide * times + slope * dense / t, 0.0),)
-                    exposed = (steady - c1 * ZERO3_OVERLAP * times, c1 * per_param3 * dense / t)
                 K = PER_LAYER_BUCKETS
-                terms = per_rc[rc, v, scale] = [first + ((exposed[0] + k / K * exposed[1], 0.0),)
-                                                if k and exposed else first for k in range(K)]
+                terms = [((steady, 0.0),)] * K
+                if tab.d > 1 and c1 >= 1:
+                    latency, per_byte, per_param3 = self._jensen_terms(sid, part)
+                    slope, hide = self._per_layer_line(c1, scale * per_byte, per_param3)
+                    line = (steady - hide * times + slope * dense / t, 0.0)
+                    # Bucket k shards more than k/K of the parameters, and at least one layer: their
+                    # ZeRO-3 collectives past what o tau hides; and all-reduces at least 1 - (k+1)/K
+                    # of them, exposed past 2/3 tau (both least at tau' = tau, as c1 >= 2/3).
+                    hidden = steady - c1 * ZERO3_OVERLAP * times
+                    collectives = c1 * per_param3 * dense / t
+                    one = c1 * per_param3 * self._least_layer(tab)
+                    dp = scale * per_byte * self.train.grad_bytes * dense / t
+                    terms = [((steady, 0.0), line, (hidden, one))
+                             + (((hidden + k / K * collectives, 0.0),) if k else ())
+                             + (((steady - 2 / 3 * times + (1 - (k + 1) / K) * dp, scale * latency),)
+                                if k < K - 1 else ())
+                             for k in range(K)]
+                per_rc[rc, v, scale] = terms
             for k, mode_terms in enumerate(terms):
                 high = (k + 1) / PER_LAYER_BUCKETS
                 state = zc[base][0] * (1 - high) + state3 * high

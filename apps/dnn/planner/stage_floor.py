@@ -26,7 +26,7 @@ __all__ = ["PARTS_LIMIT", "Mode", "PartsFloor", "StageFloor"]
 class Mode:
     """One (recompute, ZeRO) option as the floor sees it."""
 
-    terms: tuple  # 1 to 3 (prefix, offset) pairs; the cost of [lo, hi): max(prefix[hi] - prefix[lo] + offset)
+    terms: tuple  # 1 to 6 (prefix, offset) pairs; the cost of [lo, hi): max(prefix[hi] - prefix[lo] + offset)
     act: list  # activation bytes per in-flight micro-batch, prefix sums
     working_set: float  # bytes held once besides the activations (full recomputation's one block)
     state: float  # model-state bytes per dense parameter on a GPU

@@ -8,11 +8,11 @@ prefix[hi] - prefix[lo] + offset over its terms, is at most a cap.
 
 import numpy
 
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
 
 cdef double INF = float("inf")
 cdef enum:
-    MAX_TERMS = 3  # a mode's cost is the largest of at most this many prefix-sum differences
+    MAX_TERMS = 6  # a mode's cost is the largest of at most this many prefix-sum differences
 
 
 cdef inline int _reach(const double* prefix, double limit, int lo, int n) noexcept nogil:
@@ -79,6 +79,7 @@ cdef class StageFloor(_Bisected):
     cdef int* nterms        # per mode: 1 to MAX_TERMS
     cdef double* act        # per mode: activation prefix of n + 1
     cdef double* scalars    # per mode: working set, state, expert state, gather
+    cdef int* last          # per stage: the mode that reached furthest the last time it was cut
 
     def __cinit__(self, list modes, const double[::1] params, const double[::1] expert, double t, double usable,
                   inflight):
@@ -98,8 +99,9 @@ cdef class StageFloor(_Bisected):
         self.nterms = <int*> malloc(max(1, self.modes) * sizeof(int))
         self.act = <double*> malloc(max(1, self.modes) * w * sizeof(double))
         self.scalars = <double*> malloc(max(1, self.modes) * 4 * sizeof(double))
+        self.last = <int*> calloc(max(1, self.p), sizeof(int))
         if (not self.params or not self.expert or not self.inflight or not self.terms or not self.offsets
-                or not self.nterms or not self.act or not self.scalars):
+                or not self.nterms or not self.act or not self.scalars or not self.last):
             raise MemoryError()
         for i in range(w):
             self.params[i] = params[i]
@@ -133,6 +135,7 @@ cdef class StageFloor(_Bisected):
         free(self.nterms)
         free(self.act)
         free(self.scalars)
+        free(self.last)
 
     cdef inline bint _fits(self, int m, int j, int lo, int hi) noexcept nogil:
         """Whether blocks [lo, hi) fit in memory as stage j under mode m."""
@@ -143,30 +146,42 @@ cdef class StageFloor(_Bisected):
         return (dense * s[1] + experts * s[2] + s[3] + (a[hi] - a[lo]) * self.inflight[j] + s[0]
                 <= self.usable)
 
+    cdef int _mode_reach(self, int m, double cap, int pos, int j, int best) noexcept nogil:
+        """How far stage j starting at block ``pos`` may reach under mode m at cost <= cap within its
+        memory, if past ``best``; else ``best``."""
+        cdef int n = self.n, w = self.width, k, hi = n, low, high, mid
+        cdef const double* prefix
+        for k in range(self.nterms[m]):  # only a reach past ``best`` matters: search from there
+            prefix = self.terms + (MAX_TERMS * m + k) * w
+            hi = min(hi, _reach(prefix, prefix[pos] + cap - self.offsets[MAX_TERMS * m + k], best, n))
+            if hi <= best:
+                return best
+        if not self._fits(m, j, pos, hi):
+            if not self._fits(m, j, pos, best + 1):
+                return best
+            low, high = best + 1, hi  # fits(low), not fits(high): memory grows with hi
+            while high - low > 1:
+                mid = (low + high) >> 1
+                if self._fits(m, j, pos, mid):
+                    low = mid
+                else:
+                    high = mid
+            hi = low
+        return hi
+
     cdef int _reach_stage(self, double cap, int pos, int j) noexcept nogil:
         """How far stage j starting at block ``pos`` may reach under some mode of cost <= cap that
-        fits its memory (``pos`` itself: the stage left empty)."""
-        cdef int n = self.n, w = self.width, m, k, best = pos, hi, low, high, mid
-        cdef const double* prefix
+        fits its memory (``pos`` itself: the stage left empty). The mode that reached furthest for
+        this stage last time goes first: the others then mostly stop at their first term."""
+        cdef int m, reach, first = self.last[j], best
+        if self.modes == 0:
+            return pos
+        best = self._mode_reach(first, cap, pos, j, pos)
         for m in range(self.modes):
-            hi = n
-            for k in range(self.nterms[m]):
-                prefix = self.terms + (MAX_TERMS * m + k) * w
-                hi = min(hi, _reach(prefix, prefix[pos] + cap - self.offsets[MAX_TERMS * m + k], pos, n))
-            if hi <= best:
-                continue
-            if not self._fits(m, j, pos, hi):
-                if not self._fits(m, j, pos, best + 1):
-                    continue
-                low, high = best + 1, hi  # fits(low), not fits(high): memory grows with hi
-                while high - low > 1:
-                    mid = (low + high) >> 1
-                    if self._fits(m, j, pos, mid):
-                        low = mid
-                    else:
-                        high = mid
-                hi = low
-            best = hi
+            if m != first:
+                reach = self._mode_reach(m, cap, pos, j, best)
+                if reach > best:
+                    best, self.last[j] = reach, m
         return best
 
     cdef bint _cuts(self, double cap, int pos, int first) noexcept nogil:
