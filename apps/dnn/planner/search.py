@@ -76,7 +76,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "_ranking",
         "_leave_cache", "_blocks_cache", "_mixed_floors_cache", "_parts_floors",
         "_sibling_floors", "_parts_cores", "_hap_cores", "_hap_roots", "_time_floors_cache", "_modes_cache",
-        "_parts_cache", "_steps_cache",
+        "_parts_cache", "_steps_cache", "_send_cache",
     })
 
     def __deepcopy__(self, memo: dict) -> PlanSearch:
@@ -128,6 +128,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self.shapes = self._shapes() if shapes is None else shapes
         self.stage_floors = [-math.inf] * len(self.shapes)  # per shape: bounds.stage_floor, once ranked
         self._wan_cache: dict = {}  # shape -> the least wide-area send (bounds._wan_floor)
+        self._send_cache: dict = {}  # shape -> the least stage-to-stage send (bounds._least_send)
         self._leave_cache: dict = {}  # (shape, counts, last part) -> bounds._leaves_its_site
         # keyed by the parts' tables (table_key), so shapes that differ only in schedule share them:
         self._blocks_cache: dict = {}  # a table -> its block times (bounds._block_times)
