@@ -310,19 +310,23 @@ def test_galvatron_refuses_what_its_strategy_file_cannot_say(change, says):
 @settings(max_examples=6, deadline=None)
 @given(layers=st.integers(3, 6), hidden=st.sampled_from([2048, 4096, 8192]), batch=st.sampled_from([16, 64]),
        cluster=st.sampled_from(["dgx-v100-32g:4x2", "dgx-a100-80g:2x4", "dgx-v100-16g:8x1"]),
-       mem=st.sampled_from([0.15, 0.3, 0.6]), experts=st.sampled_from([0, 0, 4]))
+       mem=st.sampled_from([0.15, 0.3, 0.6]), experts=st.sampled_from([0, 0, 4]),
+       zero=st.sampled_from([(0, 1, 2, 3), (0, 1, 2, 3), (0, 2, 3), (0, 3)]))
 # a mode holding its bucket's least sharding fails the first, one charging its bucket's most
 # traffic the second
-@example(layers=3, hidden=8192, batch=16, cluster="dgx-v100-32g:4x2", mem=0.3, experts=0)
-@example(layers=4, hidden=8192, batch=16, cluster="dgx-a100-80g:2x4", mem=0.15, experts=0)
-def test_every_per_layer_option_lies_above_a_stage_floor_mode(layers, hidden, batch, cluster, mem, experts):
+@example(layers=3, hidden=8192, batch=16, cluster="dgx-v100-32g:4x2", mem=0.3, experts=0, zero=(0, 1, 2, 3))
+@example(layers=4, hidden=8192, batch=16, cluster="dgx-a100-80g:2x4", mem=0.15, experts=0, zero=(0, 1, 2, 3))
+@example(layers=4, hidden=8192, batch=16, cluster="dgx-a100-80g:2x4", mem=0.15, experts=0, zero=(0, 3))
+def test_every_per_layer_option_lies_above_a_stage_floor_mode(layers, hidden, batch, cluster, mem, experts,
+                                                               zero):
     """The stage floor's relaxation: each per-layer ZeRO option that fits, on any blocks as any stage,
     costs (c1 tau + exposed) and holds at least what some floor mode of its shape does, so a floor
-    built from the modes is at most every plan's time."""
+    built from the modes is at most every plan's time. Over ZeRO-0 too (``zero`` without 1: with it,
+    ZeRO-1 replaces ZeRO-0)."""
     model = transformer("small", layers=layers, hidden=hidden, heads=16, vocab=32000, seq=1024,
                         experts=experts)
     train = Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2, 4),
-                     recompute=("none", "full", "block"), zero_layers=True)
+                     recompute=("none", "full", "block"), zero=zero, zero_layers=True)
     search = PlanSearch(model, load_cluster(cluster), train)
     assert check_options_above_floor_modes(search, lambda sid, z: per_layer_zero(z))
 

@@ -745,14 +745,14 @@ class Bounds:
         mode for a sharded share of the dense parameters in (k/K, (k+1)/K] holds the state of
         (k+1)/K sharded (and every expert parameter's ZeRO-3 state) and ZeRO-3's gather buffer (a
         stage that shards no layer is the option (``rc``, ``base``), always allowed beside it), and
-        costs at least the steady term, the per-layer line (``_per_layer_line``; over ZeRO-2 with
-        the rest's all-reduce at its (m + 1) / 2 reduce-scatters), the ZeRO-3 collectives of k/K of
-        its parameters and of one layer beyond what ``ZERO3_OVERLAP`` of its compute hides
-        (latencies left out), and the all-reduce of the 1 - (k+1)/K it does not shard beyond what
-        2/3 of it hides (docs/dnn.md). Every count's cost and memory lie above one mode's. "block"
-        takes these for each of its recomputed shares (``_block_variants``), where its layers cost
-        alike. The terms depend on ``rc``, that share and the line's scale alone: cached in
-        ``per_rc`` for the shape's other bases."""
+        costs at least the steady term, the per-layer line (``_per_layer_line``), the ZeRO-3
+        collectives of k/K of its parameters and of one layer beyond what ``ZERO3_OVERLAP`` of its
+        compute hides (their latencies left out), and the all-reduce of the 1 - (k+1)/K it does not
+        shard, latency included, beyond what 2/3 of its compute hides (docs/dnn.md); over ZeRO-2
+        the line and that all-reduce take the rest's (m + 1) / 2 reduce-scatters. Every count's
+        cost and memory lie above one mode's. "block" takes these for each of its recomputed shares
+        (``_block_variants``), where its layers cost alike. The terms depend on ``rc``, that share
+        and the base's all-reduce scale alone: cached in ``per_rc`` for the shape's other bases."""
         state3, gbuf3, touched_f, _, state3_e, touched_e = zc[3]  # the least touched bytes at any count
         arrays = tab.arrays()
         if rc != "block":

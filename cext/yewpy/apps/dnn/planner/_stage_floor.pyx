@@ -16,8 +16,8 @@ cdef enum:
 
 
 cdef inline int _reach(const double* prefix, double limit, int lo, int n) noexcept nogil:
-    """The largest hi in [lo, n] with prefix[hi] <= limit (prefix non-decreasing; lo if none
-    beyond lo): Python's bisect_right(prefix, limit, lo, n + 1) - 1."""
+    """The largest hi in [lo, n] with prefix[hi] <= limit (prefix non-decreasing; lo - 1 if even
+    prefix[lo] exceeds it): Python's bisect_right(prefix, limit, lo, n + 1) - 1."""
     cdef int low = lo, high = n + 1, mid
     while low < high:
         mid = (low + high) >> 1
