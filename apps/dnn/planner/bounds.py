@@ -184,7 +184,7 @@ class Bounds:
             crossings = len({self.cluster.groups[sh.parts[i][0]].site for i, _ in live}) - 1
             if crossings:  # they raise the sum and the largest stage, never the Jensen term
                 floors = self._with_crossings(sid, floors, crossings)
-            if self._sites == 1:
+            if lo and self._sites == 1:
                 floors = self._with_sends(sid, floors, lo, q)
             hit = floors, largest
         self._time_floors_cache[key] = hit
@@ -394,31 +394,30 @@ class Bounds:
         return floors[0] + 2 * crossings * send, largest, floors[2]
 
     def _with_sends(self, sid: int, floors: tuple, lo: int, q: int) -> tuple:
-        """Pipe ``floors`` of the q stages left from block ``lo`` with their input sends, on one site:
-        every stage but the first receives its input, two sends in the sum (the fill term), and,
-        where the first is already placed (lo > 0), each stage left exposes e of them in its steady
-        term (``steady_seconds``), so the largest stage and the Jensen term (c1 of them) grow too.
-        At the least send of the shape."""
+        """Pipe ``floors`` of the q stages left from block ``lo`` > 0 with their input sends, on one
+        site: each stage left receives its input, two sends in the sum (the fill term) and e in its
+        steady term (``steady_seconds``), so in the largest stage too, and c1 e in the Jensen term.
+        At the least send of the shape. (At lo = 0 the first stage receives none; left out there,
+        as the root bounds of shapes never reached would pay for the sends' links.)"""
         sh, send = self.shapes[sid], self._least_send(sid)
-        total = floors[0] + 2 * (q if lo else q - 1) * send
-        if not lo:
-            return total, floors[1], floors[2]
         exposed = p2p_sends(sh.schedule, sh.v, sh.k) * send
-        return total, floors[1] + exposed, floors[2] + sh.c1 * exposed
+        return floors[0] + 2 * q * send, floors[1] + exposed, floors[2] + sh.c1 * exposed
 
     def _least_send(self, sid: int) -> float:
-        """The least time of one stage-to-stage send of pipe shape ``sid`` (``_class_consts``' p2p
-        terms, any part after any, at the narrowest boundary a stage may start after); cached."""
+        """The least time of one stage-to-stage send of pipe shape ``sid`` (as ``_class_consts``
+        costs it: any part after any, at the narrowest boundary a stage may start after); cached."""
         hit = self._send_cache.get(sid)
         if hit is None:
-            parts = range(len(self.shapes[sid].parts))
+            sh, parts = self.shapes[sid], range(len(self.shapes[sid].parts))
             hit = math.inf
             for i in parts:
-                narrowest = min(self.part_table(sid, i).boundaries[:-1], default=0.0)
+                tab = self.part_table(sid, i)
+                elements = 2.0 * tab.b * self.train.seq / sh.c / self._tp(sid, i) * min(tab.boundaries[:-1],
+                                                                                       default=0.0)
                 for before in parts:
-                    consts = self._class_consts(sid, i, before)[7]
-                    hit = min(hit, 0.0 if consts is None else consts[0] + consts[1] * narrowest)
-            self._send_cache[sid] = hit = 0.0 if hit == math.inf else hit
+                    bw, lat = self.sent_link(sid, before, i)
+                    hit = min(hit, lat + elements / bw)
+            self._send_cache[sid] = hit
         return hit
 
     def _wan_floor(self, sid: int) -> tuple[float, float]:
