@@ -30,7 +30,7 @@ from yewpy.apps.dnn.cost import (
 )
 from yewpy.apps.dnn.planner._packing import packing_floor
 from yewpy.apps.dnn.planner.shares import water_fill
-from yewpy.apps.dnn.planner.stage_floor import PARTS_LIMIT, Mode, PartsFloor, StageFloor
+from yewpy.apps.dnn.planner.stage_floor import PARTS_LIMIT, Mode, ModeSet, PartsFloor, StageFloor
 
 SAFETY = 1.0 - 1e-9  # bounds are shrunk by this factor against rounding
 FLOOR_STEPS = 10  # bisection steps of the stage floor: within 0.05% of its bracket's low end
@@ -465,11 +465,16 @@ class Bounds:
 
     def _least_layer(self, tab: StageTables) -> float:
         """The dense parameters per GPU of the smallest layer (``StageTables.layers``) in ``tab``: what
-        a stage that shards any layer with per-layer ZeRO shards at least; 0 without layers."""
-        first, end = tab.layers(0, self.n)
-        if end <= first:
-            return 0.0
-        return float(np.diff(tab.arrays()["dense"])[first:end].min()) / tab.t
+        a stage that shards any layer with per-layer ZeRO shards at least; 0 without layers. Cached
+        per table (with ``_recompute_steps``' entry: both read only the table)."""
+        key = ("least layer", id(tab))
+        hit = self._steps_cache.get(key)
+        if hit is None:
+            first, end = tab.layers(0, self.n)
+            dense = tab.dense
+            least = min((dense[i + 1] - dense[i] for i in range(first, end)), default=0.0)
+            hit = self._steps_cache[key] = (tab, least / tab.t)  # the table kept: its id stays its own
+        return hit[1]
 
     def _per_layer_zero(self, sid: int) -> bool:
         """Whether a stage of shape ``sid`` may shard only some layers with ZeRO-3 (``ZERO_LAYERS``)."""
@@ -589,7 +594,7 @@ class Bounds:
                 or math.prod(stages + 1 for _, stages, _, _ in sh.parts) > PARTS_SPLITS:
             return -math.inf
         parts = range(len(sh.parts))
-        floors = [self._part_floor(sid, part, self._floor_modes) for part in parts]
+        floors = [self._part_floor(sid, part, self._packed_floor_modes) for part in parts]
         core = self._parts_cores[sid] = PartsFloor(floors, [sh.parts[i][1] for i in parts])
         low = sh.c1 * self._time_floors(sid, 0, sh.p, [(i, sh.parts[i][1]) for i in parts])[1]
         return low if core.cuts(low) else core.least(low, math.inf, FLOOR_STEPS)
@@ -611,7 +616,7 @@ class Bounds:
         given ``low``, a value known to be at most it."""
         floor = self._stage_floor_cores.get(sid)
         if floor is None:
-            floor = self._stage_floor_cores[sid] = self._part_floor(sid, 0, self._floor_modes)
+            floor = self._stage_floor_cores[sid] = self._part_floor(sid, 0, self._packed_floor_modes)
         return _least_cap(floor, low, lo, self.shapes[sid].p - q)
 
     def _part_floor(self, sid: int, part: int, modes_of: Callable) -> StageFloor:
@@ -625,11 +630,19 @@ class Bounds:
     def _floor_modes(self, sid: int, tab: StageTables, zc: dict, part: int = 0) -> list[Mode]:
         """``_new_floor_modes``, cached by what they read: shapes that differ only in a schedule of
         one block per stage (1F1B, kFkB, GPipe: one c1 = m) share them."""
+        return self._modes_and_packed(sid, tab, zc, part)[0]
+
+    def _packed_floor_modes(self, sid: int, tab: StageTables, zc: dict, part: int = 0) -> ModeSet:
+        """``_floor_modes`` packed for the compiled floors, once per set of modes."""
+        return self._modes_and_packed(sid, tab, zc, part)[1]
+
+    def _modes_and_packed(self, sid: int, tab: StageTables, zc: dict, part: int) -> tuple:
         sh = self.shapes[sid]
         key = (self.table_key(sid, part), sh.mode, sh.c1, sh.m, sh.replicas, self._allowed(sid))
         hit = self._modes_cache.get(key)
         if hit is None:
-            hit = self._modes_cache[key] = self._new_floor_modes(sid, tab, zc, part)
+            modes = self._new_floor_modes(sid, tab, zc, part)
+            hit = self._modes_cache[key] = (modes, ModeSet(modes, self.n + 1))
         return hit
 
     def _new_floor_modes(self, sid: int, tab: StageTables, zc: dict, part: int = 0) -> list[Mode]:
@@ -781,14 +794,15 @@ class Bounds:
                     # ZeRO-3 collectives past what o tau hides; and all-reduces at least 1 - (k+1)/K
                     # of them, exposed past 2/3 tau (both least at tau' = tau, as c1 >= 2/3).
                     hidden = steady - c1 * ZERO3_OVERLAP * times
-                    collectives = c1 * per_param3 * dense / t
                     one = c1 * per_param3 * self._least_layer(tab)
-                    dp = scale * per_byte * self.train.grad_bytes * dense / t
-                    terms = [((steady, 0.0), line, (hidden, one))
-                             + (((hidden + k / K * collectives, 0.0),) if k else ())
-                             + (((steady - 2 / 3 * times + (1 - (k + 1) / K) * dp, scale * latency),)
-                                if k < K - 1 else ())
-                             for k in range(K)]
+                    quarter = c1 * per_param3 / K / t * dense  # ZeRO-3's collectives of 1/K of them
+                    dp = scale * per_byte * self.train.grad_bytes / K / t * dense  # the all-reduce of 1/K
+                    sharded, rest = hidden, steady - 2 / 3 * times + dp * (K - 1)
+                    terms = []
+                    for k in range(K):  # the arrays built once per bucket: these are many on MoE searches
+                        terms.append(((steady, 0.0), line, (hidden, one)) + (((sharded, 0.0),) if k else ())
+                                     + (((rest, scale * latency),) if k < K - 1 else ()))
+                        sharded, rest = sharded + quarter, rest - dp
                 per_rc[rc, v, scale] = terms
             for k, mode_terms in enumerate(terms):
                 high = (k + 1) / PER_LAYER_BUCKETS

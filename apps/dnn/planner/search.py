@@ -145,7 +145,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._sibling_floors: dict = {}
         self._parts_cores: dict = {}  # shape -> its compiled PartsFloor, for the stages a node has left
         self._time_floors_cache: dict = {}  # (shape, blocks used, stages left) -> bounds._pipe_time_floors
-        self._modes_cache: dict = {}  # what they read -> a stage floor's modes (bounds._floor_modes)
+        self._modes_cache: dict = {}  # what they read -> a floor's modes, and packed (bounds._floor_modes)
         self._steps_cache: dict = {}  # id(table) -> (table, its per-layer recompute steps) (_recompute_steps)
         # (hap shape, class) -> its floor from the first block (bounds._hap_root); (shape, None) -> a
         # one-stage shape's least plan time (bounds._hap_one_stage)

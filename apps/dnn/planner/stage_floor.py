@@ -10,21 +10,21 @@ bisects for the least such cap (``least``); :class:`PartsFloor` does the same fo
 stages lie on several parts (GPU kinds), so many on each in any order. Every option's cost over
 blocks [lo, hi) is the largest of a few prefix-sum differences (``Mode.terms``), so a stage's reach
 under a cap is a bisection in a prefix array, and its reach in memory another. The loops are
-compiled (``_stage_floor``): the search asks this of hundreds of shapes.
+compiled (``_stage_floor``): the search asks this of hundreds of shapes, whose floors share their
+modes packed once (:class:`ModeSet`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
-from yewpy.apps.dnn.planner._stage_floor import PARTS_LIMIT, PartsFloor, StageFloor
+from yewpy.apps.dnn.planner._stage_floor import PARTS_LIMIT, ModeSet, PartsFloor, StageFloor
 
-__all__ = ["PARTS_LIMIT", "Mode", "PartsFloor", "StageFloor"]
+__all__ = ["PARTS_LIMIT", "Mode", "ModeSet", "PartsFloor", "StageFloor"]
 
 
-@dataclass(frozen=True)
-class Mode:
-    """One (recompute, ZeRO) option as the floor sees it."""
+class Mode(NamedTuple):
+    """One (recompute, ZeRO) option as the floor sees it (a tuple: a search builds tens of thousands)."""
 
     terms: tuple  # 1 to 6 (prefix, offset) pairs; the cost of [lo, hi): max(prefix[hi] - prefix[lo] + offset)
     act: list  # activation bytes per in-flight micro-batch, prefix sums

@@ -29,8 +29,13 @@ cdef inline int _reach(const double* prefix, double limit, int lo, int n) noexce
 
 
 cdef const double[::1] _doubles(values, int width):
-    """``values`` (a prefix array) as contiguous doubles, ``width`` of them, copied only if need be."""
-    cdef const double[::1] out = numpy.ascontiguousarray(values, dtype=numpy.float64)
+    """``values`` (a prefix array) as contiguous doubles, ``width`` of them, copied only if need be
+    (a float64 array, as the planner's are, is read in place: a modes' set has thousands)."""
+    cdef const double[::1] out
+    try:
+        out = values
+    except (TypeError, ValueError, BufferError):
+        out = numpy.ascontiguousarray(values, dtype=numpy.float64)
     if out.shape[0] != width:
         raise ValueError("a stage-floor prefix array has n + 1 entries")
     return out
@@ -64,50 +69,28 @@ cdef class _Bisected:
         return low
 
 
-cdef class StageFloor(_Bisected):
-    """Cuts of blocks [0, n) into ``len(inflight)`` stages under ``modes`` (``stage_floor.Mode``):
-    ``cuts(cap)`` and ``least(low, high, steps)``."""
+cdef class ModeSet:
+    """Floor modes (``stage_floor.Mode``) over prefix arrays of ``width`` entries, packed once: the
+    floors of shapes whose modes are the same read one copy."""
 
-    cdef int n, p, modes, width
-    cdef int at_lo, at_first  # where ``least`` cuts from
-    cdef double t, usable
-    cdef double* params
-    cdef double* expert
-    cdef double* inflight
-    cdef double* terms      # per mode: up to MAX_TERMS prefix arrays of n + 1
+    cdef int modes, width
+    cdef double* terms      # per mode: up to MAX_TERMS prefix arrays of width
     cdef double* offsets    # per mode: MAX_TERMS offsets
     cdef int* nterms        # per mode: 1 to MAX_TERMS
-    cdef double* act        # per mode: activation prefix of n + 1
+    cdef double* act        # per mode: activation prefix of width
     cdef double* scalars    # per mode: working set, state, expert state, gather
-    cdef int* last          # per stage: the mode that reached furthest the last time it was cut
 
-    def __cinit__(self, list modes, const double[::1] params, const double[::1] expert, double t, double usable,
-                  inflight):
-        cdef int i, m, k, w
+    def __cinit__(self, list modes, int width):
+        cdef int i, m, k, w = width
         cdef const double[::1] prefix, act
-        self.n = params.shape[0] - 1
-        self.p = len(inflight)
-        self.modes = len(modes)
-        self.width = self.n + 1
-        self.t, self.usable = t, usable
-        w = self.width
-        self.params = <double*> malloc(w * sizeof(double))
-        self.expert = <double*> malloc(w * sizeof(double))
-        self.inflight = <double*> malloc(max(1, self.p) * sizeof(double))
+        self.modes, self.width = len(modes), width
         self.terms = <double*> malloc(max(1, self.modes) * MAX_TERMS * w * sizeof(double))
         self.offsets = <double*> malloc(max(1, self.modes) * MAX_TERMS * sizeof(double))
         self.nterms = <int*> malloc(max(1, self.modes) * sizeof(int))
         self.act = <double*> malloc(max(1, self.modes) * w * sizeof(double))
         self.scalars = <double*> malloc(max(1, self.modes) * 4 * sizeof(double))
-        self.last = <int*> calloc(max(1, self.p), sizeof(int))
-        if (not self.params or not self.expert or not self.inflight or not self.terms or not self.offsets
-                or not self.nterms or not self.act or not self.scalars or not self.last):
+        if not self.terms or not self.offsets or not self.nterms or not self.act or not self.scalars:
             raise MemoryError()
-        for i in range(w):
-            self.params[i] = params[i]
-            self.expert[i] = expert[i]
-        for i in range(self.p):
-            self.inflight[i] = inflight[i]
         for m, mode in enumerate(modes):
             terms = mode.terms
             if not 1 <= len(terms) <= MAX_TERMS:
@@ -127,14 +110,63 @@ cdef class StageFloor(_Bisected):
             self.scalars[4 * m + 3] = mode.gather
 
     def __dealloc__(self):
-        free(self.params)
-        free(self.expert)
-        free(self.inflight)
         free(self.terms)
         free(self.offsets)
         free(self.nterms)
         free(self.act)
         free(self.scalars)
+
+    def __len__(self) -> int:
+        return self.modes
+
+
+cdef class StageFloor(_Bisected):
+    """Cuts of blocks [0, n) into ``len(inflight)`` stages under ``modes`` (``stage_floor.Mode``s, or
+    a ``ModeSet`` of them): ``cuts(cap)`` and ``least(low, high, steps)``."""
+
+    cdef int n, p, modes, width
+    cdef int at_lo, at_first  # where ``least`` cuts from
+    cdef double t, usable
+    cdef double* params
+    cdef double* expert
+    cdef double* inflight
+    cdef ModeSet packed     # the modes (kept alive: the pointers below are into it)
+    cdef const double* terms
+    cdef const double* offsets
+    cdef const int* nterms
+    cdef const double* act
+    cdef const double* scalars
+    cdef int* last          # per stage: the mode that reached furthest the last time it was cut
+
+    def __cinit__(self, modes, const double[::1] params, const double[::1] expert, double t, double usable,
+                  inflight):
+        cdef int i
+        self.n = params.shape[0] - 1
+        self.p = len(inflight)
+        self.width = self.n + 1
+        self.t, self.usable = t, usable
+        self.packed = modes if isinstance(modes, ModeSet) else ModeSet(list(modes), self.width)
+        if self.packed.width != self.width:
+            raise ValueError("a stage floor's modes have n + 1 prefix entries")
+        self.modes = self.packed.modes
+        self.terms, self.offsets, self.nterms = self.packed.terms, self.packed.offsets, self.packed.nterms
+        self.act, self.scalars = self.packed.act, self.packed.scalars
+        self.params = <double*> malloc(self.width * sizeof(double))
+        self.expert = <double*> malloc(self.width * sizeof(double))
+        self.inflight = <double*> malloc(max(1, self.p) * sizeof(double))
+        self.last = <int*> calloc(max(1, self.p), sizeof(int))
+        if not self.params or not self.expert or not self.inflight or not self.last:
+            raise MemoryError()
+        for i in range(self.width):
+            self.params[i] = params[i]
+            self.expert[i] = expert[i]
+        for i in range(self.p):
+            self.inflight[i] = inflight[i]
+
+    def __dealloc__(self):
+        free(self.params)
+        free(self.expert)
+        free(self.inflight)
         free(self.last)
 
     cdef inline bint _fits(self, int m, int j, int lo, int hi) noexcept nogil:
