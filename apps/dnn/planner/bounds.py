@@ -147,6 +147,8 @@ class Bounds:
             floors, largest = self._pipe_time_floors(sid, lo, counts)
             if q and 0 < lo and len(sh.parts) > 1 and sh.c1 >= 1:  # memory counted, as the whole shape's
                 ev = self._parts_suffix(sid, lo, counts, sh.c1 * largest)
+                if self._sites == 1:  # and the input sends of the stages left (``_with_sends``)
+                    ev += sh.c1 * self._exposed_sends(sid)
                 if ev > floors[2]:
                     floors = (floors[0], floors[1], ev)
             return floors
@@ -399,9 +401,13 @@ class Bounds:
         steady term (``steady_seconds``), so in the largest stage too, and c1 e in the Jensen term.
         At the least send of the shape. (At lo = 0 the first stage receives none; left out there,
         as the root bounds of shapes never reached would pay for the sends' links.)"""
-        sh, send = self.shapes[sid], self._least_send(sid)
-        exposed = p2p_sends(sh.schedule, sh.v, sh.k) * send
-        return floors[0] + 2 * q * send, floors[1] + exposed, floors[2] + sh.c1 * exposed
+        send, exposed = self._least_send(sid), self._exposed_sends(sid)
+        return floors[0] + 2 * q * send, floors[1] + exposed, floors[2] + self.shapes[sid].c1 * exposed
+
+    def _exposed_sends(self, sid: int) -> float:
+        """The least input sends a stage of shape ``sid`` after its first exposes in its steady term."""
+        sh = self.shapes[sid]
+        return p2p_sends(sh.schedule, sh.v, sh.k) * self._least_send(sid)
 
     def _least_send(self, sid: int) -> float:
         """The least time of one stage-to-stage send of pipe shape ``sid`` (as ``_class_consts``

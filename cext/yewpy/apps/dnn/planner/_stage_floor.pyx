@@ -8,6 +8,7 @@ prefix[hi] - prefix[lo] + offset over its terms, is at most a cap.
 
 import numpy
 
+cimport cython
 from libc.stdlib cimport calloc, free, malloc
 
 cdef double INF = float("inf")
@@ -120,6 +121,7 @@ cdef class ModeSet:
         return self.modes
 
 
+@cython.no_gc_clear  # its pointers into ``packed`` stay valid until it is freed
 cdef class StageFloor(_Bisected):
     """Cuts of blocks [0, n) into ``len(inflight)`` stages under ``modes`` (``stage_floor.Mode``s, or
     a ``ModeSet`` of them): ``cuts(cap)`` and ``least(low, high, steps)``."""
