@@ -414,12 +414,11 @@ class Bounds:
         costs it: any part after any, at the narrowest boundary a stage may start after); cached."""
         hit = self._send_cache.get(sid)
         if hit is None:
-            sh, parts = self.shapes[sid], range(len(self.shapes[sid].parts))
+            parts = range(len(self.shapes[sid].parts))
             hit = math.inf
             for i in parts:
-                tab = self.part_table(sid, i)
-                elements = 2.0 * tab.b * self.train.seq / sh.c / self._tp(sid, i) * min(tab.boundaries[:-1],
-                                                                                       default=0.0)
+                narrowest = min(self.part_table(sid, i).boundaries[:-1], default=0.0)
+                elements = self.send_bytes(sid, i) * narrowest
                 for before in parts:
                     bw, lat = self.sent_link(sid, before, i)
                     hit = min(hit, lat + elements / bw)

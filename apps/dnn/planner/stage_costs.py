@@ -434,12 +434,16 @@ class StageCosts:
         link2 = self.sent_link(sid, before, part)
         if link2 is not None:
             bw, lat = link2
-            volume = 2.0 * tab.b * tr.seq / sh.c / t  # bytes per element of the boundary width
-            p2p_c = (lat, volume / bw)
+            p2p_c = (lat, self.send_bytes(sid, part) / bw)
         usable = tr.usable(self.cluster.groups[self.part_group(sid, part)])
         out = (tab, usable, zc, e, dp_one, zero3, infl, p2p_c)
         self._consts[key] = out
         return out
+
+    def send_bytes(self, sid: int, part: int) -> float:
+        """Bytes a stage on part ``part`` of shape ``sid`` receives as its input per element of the
+        boundary's width: its share of a micro-batch's activations, 16-bit, over its TP ranks."""
+        return 2.0 * self.part_table(sid, part).b * self.train.seq / self.shapes[sid].c / self._tp(sid, part)
 
     def _tp(self, sid: int, i: int) -> int:
         """Part ``i``'s tensor-parallel degree."""
