@@ -121,7 +121,7 @@ cdef class ModeSet:
         return self.modes
 
 
-@cython.no_gc_clear  # its pointers into ``packed`` stay valid until it is freed
+@cython.no_gc_clear  # ``packed`` stays set until it is freed: the cut loops read it without checks
 cdef class StageFloor(_Bisected):
     """Cuts of blocks [0, n) into ``len(inflight)`` stages under ``modes`` (``stage_floor.Mode``s, or
     a ``ModeSet`` of them): ``cuts(cap)`` and ``least(low, high, steps)``."""
@@ -132,12 +132,7 @@ cdef class StageFloor(_Bisected):
     cdef double* params
     cdef double* expert
     cdef double* inflight
-    cdef ModeSet packed     # the modes (kept alive: the pointers below are into it)
-    cdef const double* terms
-    cdef const double* offsets
-    cdef const int* nterms
-    cdef const double* act
-    cdef const double* scalars
+    cdef ModeSet packed     # the modes
     cdef int* last          # per stage: the mode that reached furthest the last time it was cut
 
     def __cinit__(self, modes, const double[::1] params, const double[::1] expert, double t, double usable,
@@ -151,8 +146,6 @@ cdef class StageFloor(_Bisected):
         if self.packed.width != self.width:
             raise ValueError("a stage floor's modes have n + 1 prefix entries")
         self.modes = self.packed.modes
-        self.terms, self.offsets, self.nterms = self.packed.terms, self.packed.offsets, self.packed.nterms
-        self.act, self.scalars = self.packed.act, self.packed.scalars
         self.params = <double*> malloc(self.width * sizeof(double))
         self.expert = <double*> malloc(self.width * sizeof(double))
         self.inflight = <double*> malloc(max(1, self.p) * sizeof(double))
@@ -175,8 +168,8 @@ cdef class StageFloor(_Bisected):
         """Whether blocks [lo, hi) fit in memory as stage j under mode m."""
         cdef double experts = (self.expert[hi] - self.expert[lo]) / self.t
         cdef double dense = (self.params[hi] - self.params[lo]) / self.t - experts
-        cdef const double* s = self.scalars + 4 * m
-        cdef const double* a = self.act + m * self.width
+        cdef const double* s = self.packed.scalars + 4 * m
+        cdef const double* a = self.packed.act + m * self.width
         return (dense * s[1] + experts * s[2] + s[3] + (a[hi] - a[lo]) * self.inflight[j] + s[0]
                 <= self.usable)
 
@@ -185,9 +178,9 @@ cdef class StageFloor(_Bisected):
         memory, if past ``best``; else ``best``."""
         cdef int n = self.n, w = self.width, k, hi = n, low, high, mid
         cdef const double* prefix
-        for k in range(self.nterms[m]):  # only a reach past ``best`` matters: search from there
-            prefix = self.terms + (MAX_TERMS * m + k) * w
-            hi = min(hi, _reach(prefix, prefix[pos] + cap - self.offsets[MAX_TERMS * m + k], best, n))
+        for k in range(self.packed.nterms[m]):  # only a reach past ``best`` matters: search from there
+            prefix = self.packed.terms + (MAX_TERMS * m + k) * w
+            hi = min(hi, _reach(prefix, prefix[pos] + cap - self.packed.offsets[MAX_TERMS * m + k], best, n))
             if hi <= best:
                 return best
         if not self._fits(m, j, pos, hi):
