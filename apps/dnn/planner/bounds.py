@@ -306,16 +306,17 @@ class Bounds:
         """``_time_floors`` where the ``live`` (part, stages) parts are of different kinds: by FLOPs
         over the fastest and over all stages' rates, each part's FLOPs those of its own share of a
         micro-batch, then by time ratios and by packing."""
-        tabs = [(self.part_table(sid, i), c) for i, c in live]
+        keys = self._part_keys(sid)[0]  # read once: the root bounds ask this of every shape
+        tabs = [(self._table(*keys[i]), c) for i, c in live]
         speeds = [(tab.rate / (tab.work[self.n] - tab.work[lo]), c) for tab, c in tabs]  # [lo, n) per s
         fastest, together = max(u for u, _ in speeds), sum(u * c for u, c in speeds)
         total, largest = 1 / fastest, 1 / together
         # The same by time: part i takes at least ratio_i times part 0's time for any blocks
         # from lo on (``_time_ratios``), which counts what FLOPs at peak leave out (efficiency,
         # pass overheads, TP communication); the larger of the two floors holds.
-        ref = self.part_table(sid, 0).time["none"]
+        ref = self._table(*keys[0]).time["none"]
         work = ref[self.n] - ref[lo]
-        ratios = [(self._time_ratios(sid, i)[lo], c) for i, c in live]
+        ratios = [(self._time_ratios(keys[i], keys[0])[lo], c) for i, c in live]
         fill: tuple = ()
         if work > 0 and all(0 < r < math.inf for r, _ in ratios):
             total = max(total, work * min(r for r, _ in ratios))
@@ -330,29 +331,29 @@ class Bounds:
         held the most blocks it can within T, its cheapest ones on its own part (``packing_floor``,
         compiled). Taken with every block, and without those under half the median time on part 0
         (an embedding would let every stage hold one more block): fewer blocks never need a larger T."""
-        return packing_floor([self._block_times(sid, i) for i, _ in live], self._block_times(sid, 0),
+        keys = self._part_keys(sid)[0]
+        return packing_floor([self._block_times(keys[i]) for i, _ in live], self._block_times(keys[0]),
                              [c for _, c in live], lo, start)
 
-    def _block_times(self, sid: int, i: int) -> np.ndarray:
-        """Each block's time on part ``i`` of shape ``sid`` without recomputation; cached."""
-        key = self.table_key(sid, i)
+    def _block_times(self, key: tuple) -> np.ndarray:
+        """Each block's time without recomputation on the tables of ``key`` (a ``table_key``); cached."""
         hit = self._blocks_cache.get(key)
         if hit is None:
-            hit = self._blocks_cache[key] = np.diff(self.part_table(sid, i).arrays()["time_none"])
+            hit = self._blocks_cache[key] = np.diff(self._table(*key).arrays()["time_none"])
         return hit
 
-    def _time_ratios(self, sid: int, i: int) -> list[float]:
-        """For each lo: the least ratio, over blocks from lo on, of a block's time on part ``i`` to its
-        time on part 0 (no recomputation: every option takes at least that), inf past the last
-        block; so part i's time of any blocks from lo on is at least that ratio times part 0's.
-        Cached per the two parts' tables."""
-        key = (self.table_key(sid, i), self.table_key(sid, 0))
-        hit = self._ratio_cache.get(key)
+    def _time_ratios(self, key: tuple, ref_key: tuple) -> list[float]:
+        """For each lo: the least ratio, over blocks from lo on, of a block's time on the tables of
+        ``key`` to its time on those of ``ref_key`` (``table_key``s: a part's and part 0's; no
+        recomputation: every option takes at least that), inf past the last block; so the part's
+        time of any blocks from lo on is at least that ratio times part 0's. Cached."""
+        hit = self._ratio_cache.get((key, ref_key))
         if hit is None:
-            mine, ref = self._block_times(sid, i), self._block_times(sid, 0)
+            mine, ref = self._block_times(key), self._block_times(ref_key)
             ratio = np.full(self.n, np.inf)
             np.divide(mine, ref, out=ratio, where=ref > 0)
-            hit = self._ratio_cache[key] = [*np.minimum.accumulate(ratio[::-1])[::-1].tolist(), math.inf]
+            least = np.minimum.accumulate(ratio[::-1])[::-1]
+            hit = self._ratio_cache[key, ref_key] = [*least.tolist(), math.inf]
         return hit
 
     def _part_keys(self, sid: int) -> tuple:

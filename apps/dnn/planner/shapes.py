@@ -183,6 +183,7 @@ class Shapes:
     n: int
     covers: dict  # a paired group's index -> the two real groups it uses (mixed_tp_cluster)
     rests: dict  # a paired group's index -> the group of the nodes it leaves over, where some are
+    _experts_gcd: int  # the gcd of every block's expert count (0: a dense model), set by ``_shapes``
 
     def tp_fits(self, t: int) -> bool:
         """A tensor-parallel degree Megatron-LM can build: at most ``--max-tp``, and dividing the
@@ -191,6 +192,7 @@ class Shapes:
 
     def _shapes(self) -> list[Shape]:
         tr, fix, groups = self.train, self.train.fix, self.cluster.groups
+        self._experts_gcd = math.gcd(*(blk.experts for blk in self.model.blocks))
         out = []
         real = len(groups) - len(self.covers) - len(set(self.rests.values()))
         subsets = [[g for g in range(real) if mask >> g & 1] for mask in range(1, 1 << real)]
@@ -282,16 +284,19 @@ class Shapes:
             return []
         out = []
         tp_ok: dict[int, bool] = {}  # t -> whether every group of the subset may take it
+        evens: dict[frozenset, list[int]] = {}  # widths -> their micro-batch sizes (most combos repeat them)
         for combo in _product([self._splits(groups[g].gpus, groups[g].gpus_per_node) for g in subset]):
             slices = [(g, stages, width) for g, pattern in zip(subset, combo) for stages, width in pattern]
             p = sum(stages for _, stages, _ in slices)
-            widths = {width for _, _, width in slices}
+            widths = frozenset(width for _, _, width in slices)
             if p > self.n or fix.get("pp", p) != p or len(widths) < 2:
                 continue
             # a part of width w splits each micro-batch of d x b samples evenly over its w / t replicas
             # (``Shape.part_b``), d = max(widths) / t: w divides b x max(widths), whatever t
             wide = max(widths)
-            even = [b for b in tr.microbatches if all(b * wide % w == 0 for w in widths)]
+            even = evens.get(widths)
+            if even is None:
+                even = evens[widths] = [b for b in tr.microbatches if all(b * wide % w == 0 for w in widths)]
             if not even:
                 continue
             for t in divisors(math.gcd(*widths)):
@@ -339,7 +344,7 @@ class Shapes:
         # one that divides d and every MoE block's experts) of each schedule; built directly, as
         # dataclasses.replace took 0.1 s per search on three-kind Mixtral's 20,637 shapes
         rcs = self._recompute_modes() if tr.uniform_recompute else [""]
-        experts = math.gcd(*(blk.experts for blk in self.model.blocks))
+        experts = self._experts_gcd
         eps = [e for e in divisors(math.gcd(d, experts)) if fix.get("ep", e) == e] if experts else [1]
         out: list[Shape] = []
 
