@@ -376,18 +376,27 @@ def test_a_shape_no_plan_fits_keeps_an_infinite_root_bound_without_a_seed():
 ])
 def test_the_seed_dives_into_the_shapes_of_least_start_bounds(cluster, many):
     """``_seed_shapes`` computes start bounds only as far as the root bounds reach, and picks what
-    ranking all 16 x many shapes of least root bound by start bound picks."""
+    ranking all 16 x many shapes of least root bound by start bound picks; given the shapes tried
+    before, it passes over them."""
     model = small_model(6, 4096)
     train = Training(64, 1024, microbatches=(1, 2), memory_fraction=0.4)
     search = PlanSearch(model, load_cluster(cluster), train, top=3)
-    first = sorted(range(len(search.shapes)), key=lambda i: (search.root_lb[i], i))[: 16 * many]
+    every = range(len(search.shapes))
+    by_root = sorted(every, key=lambda i: (search.root_lb[i], i))
+    first = by_root[: 16 * many]
     ranked = sorted(first, key=lambda i: (search._start_bound(i), i))[:many]
     search.seed_bar = math.inf  # what the seed found would stop the walk
-    assert list(search._seed_shapes(many)) == ranked
+    tried: set = set()
+    assert list(search._seed_shapes(many, every, tried)) == ranked
+    assert tried == set(ranked)
     assert any(search._start_bound(i) > search.root_lb[i] for i in first)  # it ranks by something new
+    rest = [i for i in by_root if i not in tried][: 16 * many]
+    assert list(search._seed_shapes(many, every, tried)) == sorted(
+        rest, key=lambda i: (search._start_bound(i), i))[:many]
     # with a bar, only the shapes whose start bounds are under it
     search.seed_bar = bar = search._start_bound(ranked[len(ranked) // 2])
-    assert list(search._seed_shapes(many)) == [i for i in ranked if search._start_bound(i) < bar] != ranked
+    assert list(search._seed_shapes(many, every, set())) == [
+        i for i in ranked if search._start_bound(i) < bar] != ranked
 
 
 def test_a_slot_on_two_parts_keeps_the_floors_of_its_own_stage_counts():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 
@@ -19,44 +19,61 @@ class Seeding:
 
     def _seed(self, tries: int = 8, budget: int = 150) -> float:
         """An upper bound on the top-th best shape's time before the search. In each of at most
-        ``tries * max(top, 3)`` shapes, taken by least start-node bound (``_seed_shapes``): the
-        min-max cut's leaf (``_cut_leaf``), or where the cut finds none, the first leaf of a
+        ``many = tries * max(top, 3)`` shapes (twice that with --stage-replication), taken by least
+        start-node bound (``_seed_shapes``):
+        the min-max cut's leaf (``_cut_leaf``), or where the cut finds none, the first leaf of a
         depth-first walk that may backtrack (``budget`` nodes at most: a greedy dive mostly dies
         where memory runs out), pruned against what is known so far. It becomes that shape's own
-        limit (``seeded``), the top-th best over the shapes the threshold. Every worker computes
-        the same, so a thief prunes at once."""
+        limit (``seeded``), the top-th best over the shapes the threshold. With
+        --stage-replication, ``many`` shapes of one width per stage come first, the shapes the
+        seed takes without the flag, then ``many`` more of any: DAPPLE's two widths multiply the
+        shapes, and their low root bounds crowded the plain shapes out of the seed's window
+        (Falcon-180B on 32 H100 + 16 A100 nodes: a bar of 30.8 s with the flag, 24.1 s
+        without). Every worker computes the same, so a thief prunes at once."""
         saved, self.memo_on = self.memo_on, False  # a dive must not fill the dominance memo
         times: list[float] = []
+        many = tries * max(self.top, 3)
+        tried: set[int] = set()
         try:
-            for sid in self._seed_shapes(tries * max(self.top, 3)):
-                # the walk only where the cut found no plan: it seldom beats the cut, and costs more
-                cut = self._cut_leaf(sid)
-                seconds = cut if cut < math.inf else self._first_leaf(sid, budget)
-                if seconds < math.inf:
-                    self.seeded[sid] = seconds
-                    times.append(seconds)
-                    times.sort()
-                    if len(times) >= self.top:  # later dives, and the shapes still to choose, read it
-                        self.seed_bar = times[self.top - 1]
+            if self.train.stage_replication:  # first the shapes it would take without the flag
+                even = [i for i, sh in enumerate(self.shapes) if not sh.uneven]
+                for sid in self._seed_shapes(many, even, tried):
+                    self._seed_one(sid, budget, times)
+            for sid in self._seed_shapes(many, range(len(self.shapes)), tried):
+                self._seed_one(sid, budget, times)
         finally:
             self.memo_on = saved
         return times[self.top - 1] if len(times) >= self.top else math.inf
 
-    def _seed_shapes(self, many: int) -> Iterator[int]:
-        """Up to ``many`` of the ``16 * many`` shapes with the least root bounds, by least start bound
-        (``_start_bound``, which counts the memory that the root bounds leave out; GPT-3 on 32+32
-        mixed nodes: the best plan's shape ranks 117th by root bound and 9th by start bound), each
-        while the seed's bar (``seed_bar``, which the seeds lower as they are taken) is above it.
-        A start bound is never below its root bound, so a shape is taken once its start bound is
-        at most the next root bound: start bounds are computed only as far as the root bounds
-        reach the many-th least of them, or the bar."""
-        order = sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i))
+    def _seed_one(self, sid: int, budget: int, times: list[float]) -> None:
+        """Seed shape ``sid`` with its cut's leaf, or the walk's where the cut finds none (the walk
+        seldom beats the cut, and costs more); ``times``, kept sorted, gains its time."""
+        cut = self._cut_leaf(sid)
+        seconds = cut if cut < math.inf else self._first_leaf(sid, budget)
+        if seconds < math.inf:
+            self.seeded[sid] = seconds
+            times.append(seconds)
+            times.sort()
+            if len(times) >= self.top:  # later dives, and the shapes still to choose, read it
+                self.seed_bar = times[self.top - 1]
+
+    def _seed_shapes(self, many: int, among: Sequence[int], tried: set[int]) -> Iterator[int]:
+        """Up to ``many`` of the ``16 * many`` shapes of ``among`` not yet ``tried`` with the least
+        root bounds, by least start bound (``_start_bound``, which counts the memory that the root
+        bounds leave out; GPT-3 on 32+32 mixed nodes: the best plan's shape ranks 117th by root
+        bound and 9th by start bound), each while the seed's bar (``seed_bar``, which the seeds
+        lower as they are taken) is above it; each is added to ``tried``. A start bound is never
+        below its root bound, so a shape is taken once its start bound is at most the next root
+        bound: start bounds are computed only as far as the root bounds reach the many-th least of
+        them, or the bar."""
+        order = sorted((i for i in among if i not in tried), key=lambda i: (self.root_lb[i], i))
         waiting: list[tuple[float, int]] = []
         taken = 0
         for sid in order[: 16 * many]:
             while waiting and waiting[0][0] <= self.root_lb[sid]:
                 bound, chosen = heapq.heappop(waiting)
                 if bound < self.seed_bar:
+                    tried.add(chosen)
                     yield chosen
                     taken += 1
                     if taken == many:
@@ -68,6 +85,7 @@ class Seeding:
             bound, chosen = heapq.heappop(waiting)
             if bound >= self.seed_bar:
                 return
+            tried.add(chosen)
             yield chosen
             taken += 1
 
