@@ -20,12 +20,11 @@ class Seeding:
     def _seed(self, tries: int = 8, budget: int = 150) -> float:
         """An upper bound on the top-th best shape's time before the search. In each of at most
         ``many = tries * max(top, 3)`` shapes (twice that with --stage-replication), taken by least
-        start-node bound (``_seed_shapes``):
-        the min-max cut's leaf (``_cut_leaf``), or where the cut finds none, the first leaf of a
-        depth-first walk that may backtrack (``budget`` nodes at most: a greedy dive mostly dies
-        where memory runs out), pruned against what is known so far. It becomes that shape's own
-        limit (``seeded``), the top-th best over the shapes the threshold. With
-        --stage-replication, ``many`` shapes of one width per stage come first, the shapes the
+        start-node bound (``_seed_shapes``): the min-max cut's leaf (``_cut_leaf``), or where the
+        cut finds none, the first leaf of a depth-first walk that may backtrack (``budget`` nodes
+        at most: a greedy dive mostly dies where memory runs out), pruned against what is known so
+        far. It becomes that shape's own limit (``seeded``), the top-th best over the shapes the
+        threshold. With --stage-replication, ``many`` shapes of one width per stage come first, the shapes the
         seed takes without the flag, then ``many`` more of any: DAPPLE's two widths multiply the
         shapes, and their low root bounds crowded the plain shapes out of the seed's window
         (Falcon-180B on 32 H100 + 16 A100 nodes: a bar of 30.8 s with the flag, 24.1 s
