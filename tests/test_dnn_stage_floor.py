@@ -20,7 +20,7 @@ from yewpy.apps.dnn.cost import Training
 from yewpy.apps.dnn.model_files import load_model
 from yewpy.apps.dnn.models import transformer
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch
-from yewpy.apps.dnn.planner._packing import least_packing, packing_floor
+from yewpy.apps.dnn.planner._packing import PackedPart, least_packing, packed_floor, packing_floor
 from yewpy.apps.dnn.planner.bounds import pipe_bound
 from yewpy.apps.dnn.planner.stage_floor import Mode, PartsFloor, StageFloor
 
@@ -424,6 +424,24 @@ def test_the_compiled_packing_floor_takes_every_block_and_the_trimmed_ones(data,
             sums = [np.cumsum(np.sort(t[lo:][mask])) for t in times]
             expected = max(expected, least_packing(sums, counts, int(mask.sum()), start))
     assert packing_floor(times, ref, counts, lo, start) == expected
+
+
+def test_packed_parts_are_shared_across_stage_counts_and_refuse_mixed_origins():
+    """One ``PackedPart`` per (part, part 0, lo) serves every stage count the planner asks about, with
+    the floor ``packing_floor`` gives; parts packed from different lo are refused, not mixed."""
+    rng = np.random.default_rng(7)
+    times = [rng.uniform(0.5, 3.0, 20) for _ in range(3)]
+    for lo in (0, 5, 19, 20):
+        packed = [PackedPart(t, times[0], lo) for t in times]
+        assert packed[0].every == 20 - lo
+        for counts in ([1, 1, 1], [3, 1, 2], [2, 5, 1]):
+            for start in (0.0, 2.0, 50.0):
+                expected = packing_floor(times, times[0], counts, lo, start)
+                assert packed_floor(packed, counts, start) == expected
+    with pytest.raises(ValueError):
+        packed_floor([PackedPart(times[0], times[0], 0), PackedPart(times[1], times[0], 3)], [1, 1], 0.0)
+    with pytest.raises(ValueError):
+        PackedPart(times[0][:5], times[0], 0)
 
 
 def test_shapes_past_the_split_limit_keep_the_time_floors(monkeypatch):

@@ -28,7 +28,7 @@ from yewpy.apps.dnn.cost import (
     state_bytes_per_param,
     zero3_collectives,
 )
-from yewpy.apps.dnn.planner._packing import packing_floor
+from yewpy.apps.dnn.planner._packing import PackedPart, packed_floor
 from yewpy.apps.dnn.planner.shares import water_fill
 from yewpy.apps.dnn.planner.stage_floor import PARTS_LIMIT, Mode, ModeSet, PartsFloor, StageFloor
 
@@ -328,12 +328,20 @@ class Bounds:
         """``start``, a floor on the largest steady term of the stages left on the ``live`` (part,
         stages) parts, raised where blocks are whole (a slow GPU's stage holds one block or more,
         not a fraction): to the least T at which those stages could hold blocks [lo, n) if each
-        held the most blocks it can within T, its cheapest ones on its own part (``packing_floor``,
+        held the most blocks it can within T, its cheapest ones on its own part (``packed_floor``,
         compiled). Taken with every block, and without those under half the median time on part 0
-        (an embedding would let every stage hold one more block): fewer blocks never need a larger T."""
+        (an embedding would let every stage hold one more block): fewer blocks never need a larger T.
+        A part's running sums depend only on its table, part 0's and lo: packed once per those."""
         keys = self._part_keys(sid)[0]
-        return packing_floor([self._block_times(keys[i]) for i, _ in live], self._block_times(keys[0]),
-                             [c for _, c in live], lo, start)
+        ref, cache = keys[0], self._packed_cache
+        parts = []
+        for i, _ in live:
+            packed = cache.get((keys[i], ref, lo))
+            if packed is None:
+                packed = PackedPart(self._block_times(keys[i]), self._block_times(ref), lo)
+                cache[keys[i], ref, lo] = packed
+            parts.append(packed)
+        return packed_floor(parts, [c for _, c in live], start)
 
     def _block_times(self, key: tuple) -> np.ndarray:
         """Each block's time without recomputation on the tables of ``key`` (a ``table_key``); cached."""

@@ -74,7 +74,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
         "_stage_floor_cores", "_wan_cache", "_kind_cache", "_table_keys", "_twins_cache", "_ratio_cache",
         "_ranking",
-        "_leave_cache", "_blocks_cache", "_mixed_floors_cache", "_parts_floors",
+        "_leave_cache", "_blocks_cache", "_packed_cache", "_mixed_floors_cache", "_parts_floors",
         "_sibling_floors", "_parts_cores", "_hap_cores", "_hap_roots", "_time_floors_cache", "_modes_cache",
         "_parts_cache", "_steps_cache", "_send_cache",
     })
@@ -132,6 +132,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._leave_cache: dict = {}  # (shape, counts, last part) -> bounds._leaves_its_site
         # keyed by the parts' tables (table_key), so shapes that differ only in schedule share them:
         self._blocks_cache: dict = {}  # a table -> its block times (bounds._block_times)
+        self._packed_cache: dict = {}  # (table, part 0's table, lo) -> a PackedPart (bounds._packing_floor)
         self._mixed_floors_cache: dict = {}  # (part 0's table, live tables and stages, lo) -> _mixed_floors
         self._sites = len({g.site for g in cluster.groups})
         self._table_keys: dict = {}  # (shape, part) -> what its tables depend on (table_key)

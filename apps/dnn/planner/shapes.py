@@ -7,6 +7,7 @@ and training settings); :class:`Shape` is what the stage tree below it refers to
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, replace
 
@@ -285,12 +286,19 @@ class Shapes:
         out = []
         tp_ok: dict[int, bool] = {}  # t -> whether every group of the subset may take it
         evens: dict[frozenset, list[int]] = {}  # widths -> their micro-batch sizes (most combos repeat them)
-        for combo in _product([self._splits(groups[g].gpus, groups[g].gpus_per_node) for g in subset]):
-            slices = [(g, stages, width) for g, pattern in zip(subset, combo) for stages, width in pattern]
-            p = sum(stages for _, stages, _ in slices)
-            widths = frozenset(width for _, _, width in slices)
-            if p > self.n or fix.get("pp", p) != p or len(widths) < 2:
+        # each group's patterns as (its stages, its widths, its slices), read once, not per combo
+        patterns = [[(sum(s for s, _ in pattern), frozenset(w for _, w in pattern),
+                      tuple((g, s, w) for s, w in pattern)) for pattern in self._splits(groups[g].gpus,
+                                                                                       groups[g].gpus_per_node)]
+                    for g in subset]
+        for combo in itertools.product(*patterns):
+            p = sum(stages for stages, _, _ in combo)
+            if p > self.n or fix.get("pp", p) != p:
                 continue
+            widths = frozenset().union(*(w for _, w, _ in combo))
+            if len(widths) < 2:
+                continue
+            slices = [piece for _, _, pieces in combo for piece in pieces]
             # a part of width w splits each micro-batch of d x b samples evenly over its w / t replicas
             # (``Shape.part_b``), d = max(widths) / t: w divides b x max(widths), whatever t
             wide = max(widths)

@@ -76,66 +76,92 @@ cdef void _prefix(double* values, Py_ssize_t count) noexcept:
         values[b] += values[b - 1]
 
 
-def packing_floor(list times, const double[::1] ref, list counts, Py_ssize_t lo, double start) -> float:
-    """``start`` raised to ``least_packing`` of blocks [lo, n) on the live parts (``times[i]``: part
-    i's time of each block, ``counts[i]`` its stages), each part's running sums of its cheapest
-    blocks first: once over every block, and once without the blocks under half the median of
-    ``ref`` (part 0's times) from lo on, which every part leaves out alike. Fewer blocks never
-    need a larger T, so both passes are floors (``bounds._packing_floor``)."""
-    cdef Py_ssize_t parts = len(times), n = ref.shape[0], i, b, kept
-    cdef Py_ssize_t m = n - lo if n > lo else 0
-    cdef double best = start, found, half
-    cdef const double[::1] view
-    cdef double* scratch
-    cdef double* pool
-    cdef const double** data
-    cdef const double** source
-    cdef Py_ssize_t* length
-    cdef Py_ssize_t* at
-    cdef long* weight
-    if m == 0:
-        return start
-    pool = <double*> malloc((parts + 1) * m * sizeof(double))
-    data = <const double**> malloc(parts * sizeof(double*))
-    length = <Py_ssize_t*> malloc(parts * sizeof(Py_ssize_t))
-    at = <Py_ssize_t*> malloc(parts * sizeof(Py_ssize_t))
-    weight = <long*> malloc(parts * sizeof(long))
-    source = <const double**> malloc(parts * sizeof(double*))
-    if pool == NULL or data == NULL or length == NULL or at == NULL or weight == NULL or source == NULL:
-        free(pool); free(data); free(length); free(at); free(weight); free(source)
-        raise MemoryError()
-    try:
-        for i in range(parts):
-            view = times[i]
-            if view.shape[0] != n:
-                raise ValueError("every part's block times must be as long as ref")
-            source[i] = &view[0]
-            weight[i] = counts[i]
-            data[i] = pool + i * m
-            length[i] = m
-        # every block: each part's times from lo on, sorted, as running sums
-        for i in range(parts):
-            for b in range(m):
-                (<double*> data[i])[b] = source[i][lo + b]
-            _prefix(<double*> data[i], m)
-        found = _least(data, length, weight, at, parts, m, start)
-        best = found if found > best else best
-        # without the blocks under half the median of ref from lo on
-        scratch = pool + parts * m
+cdef class PackedPart:
+    """One part's cheapest-first running sums of blocks [lo, n) for the packing floor: over every
+    block, and over those at least half the median of ``ref`` (part 0's times) from lo on. They
+    depend only on the part's and part 0's tables and lo, so the planner keeps one per those and
+    shares it across the shapes and stage counts that ``packed_floor`` is asked about."""
+
+    cdef double* sums  # ``every`` running sums over every block, then ``kept`` over the kept ones
+    cdef readonly Py_ssize_t every, kept
+
+    def __cinit__(self, const double[::1] times, const double[::1] ref, Py_ssize_t lo):
+        cdef Py_ssize_t n = ref.shape[0], b
+        cdef Py_ssize_t m = n - lo if n > lo else 0
+        cdef double half
+        cdef double* scratch
+        if times.shape[0] != n:
+            raise ValueError("every part's block times must be as long as ref")
+        self.every = m
+        self.kept = 0
+        self.sums = <double*> malloc((2 * m + 1) * sizeof(double))
+        if self.sums == NULL:
+            raise MemoryError()
+        if m == 0:
+            return
+        for b in range(m):
+            self.sums[b] = times[lo + b]
+        _prefix(self.sums, m)
+        scratch = self.sums + m  # ref's times from lo on, sorted for the median, then overwritten
         for b in range(m):
             scratch[b] = ref[lo + b]
         qsort(scratch, m, sizeof(double), _ascending)
         half = (scratch[m // 2] if m % 2 else (scratch[m // 2 - 1] + scratch[m // 2]) / 2.0) / 2.0
-        kept = 0
         for b in range(m):
             if ref[lo + b] >= half:
-                for i in range(parts):
-                    (<double*> data[i])[kept] = source[i][lo + b]
-                kept += 1
-        for i in range(parts):
-            length[i] = kept
-            _prefix(<double*> data[i], kept)
-        found = _least(data, length, weight, at, parts, kept, start)
+                scratch[self.kept] = times[lo + b]
+                self.kept += 1
+        _prefix(scratch, self.kept)
+
+    def __dealloc__(self):
+        free(self.sums)
+
+
+def packed_floor(list parts, list counts, double start) -> float:
+    """``start`` raised to ``least_packing`` of the ``parts`` (``PackedPart``s of one lo and one part 0,
+    ``counts[i]`` stages on each), once over every block and once over the kept ones. Fewer blocks
+    never need a larger T, so both passes are floors (``bounds._packing_floor``)."""
+    cdef Py_ssize_t n_parts = len(parts), i
+    cdef PackedPart part
+    cdef double best = start, found
+    cdef const double** data
+    cdef Py_ssize_t* length
+    cdef Py_ssize_t* at
+    cdef long* weight
+    if n_parts == 0:
+        raise ValueError("the packing floor needs a part")
+    if (<PackedPart> parts[0]).every == 0:
+        return start
+    data = <const double**> malloc(n_parts * sizeof(double*))
+    length = <Py_ssize_t*> malloc(n_parts * sizeof(Py_ssize_t))
+    at = <Py_ssize_t*> malloc(n_parts * sizeof(Py_ssize_t))
+    weight = <long*> malloc(n_parts * sizeof(long))
+    if data == NULL or length == NULL or at == NULL or weight == NULL:
+        free(data); free(length); free(at); free(weight)
+        raise MemoryError()
+    try:
+        for i in range(n_parts):
+            part = parts[i]
+            if part.every != (<PackedPart> parts[0]).every or part.kept != (<PackedPart> parts[0]).kept:
+                raise ValueError("every part must be packed from one lo and one part 0")
+            data[i] = part.sums
+            length[i] = part.every
+            weight[i] = counts[i]
+        found = _least(data, length, weight, at, n_parts, length[0], start)
+        best = found if found > best else best
+        for i in range(n_parts):
+            part = parts[i]
+            data[i] = part.sums + part.every
+            length[i] = part.kept
+        found = _least(data, length, weight, at, n_parts, length[0], start)
         return found if found > best else best
     finally:
-        free(pool); free(data); free(length); free(at); free(weight); free(source)
+        free(data); free(length); free(at); free(weight)
+
+
+def packing_floor(list times, const double[::1] ref, list counts, Py_ssize_t lo, double start) -> float:
+    """``packed_floor`` of each part's ``times[i]`` (its time of each block) packed from ``lo`` against
+    ``ref`` (part 0's times): the packing floor of blocks [lo, n) in one call."""
+    if not times:
+        return start if lo >= ref.shape[0] else float("inf")
+    return packed_floor([PackedPart(t, ref, lo) for t in times], counts, start)
