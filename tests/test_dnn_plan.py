@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import math
 import re
 import subprocess
+import weakref
 from dataclasses import replace
 from pathlib import Path
 
@@ -1015,3 +1017,30 @@ def test_the_sensitivity_sweep_reuses_the_searchs_shapes(cluster, settings):
     again = PlanSearch(model, load_cluster(cluster), train, rank=False, shapes=search.shapes)
     assert again.replay(result.solutions[0][1]) == pytest.approx(result.solutions[0][0], rel=1e-12)
     assert plan(model, load_cluster(cluster), train).extras["sensitivity"]["compared_with"] == 2
+
+
+def test_planning_pauses_the_cyclic_collector_and_leaves_nothing_for_it(monkeypatch):
+    """``plan`` turns the cyclic collector off while it plans and back on after, and leaves it off
+    where the caller had it off. That is only safe because every search it builds (the plan's and
+    the sensitivity range's) is freed by reference counting when ``plan`` returns: a search kept
+    alive by a cycle would wait for a full collection."""
+    built: list = []
+    init = PlanSearch.__init__
+
+    def recording(self, *args, **kwargs):
+        built.append(weakref.ref(self))
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(PlanSearch, "__init__", recording)
+    model, cluster = load_model("gpt3-175b"), load_cluster("dgx-a100-80g:8x8")
+    assert gc.isenabled()
+    assert plan(model, cluster, Training(2048, 2048)).solution
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        built.clear()
+        assert plan(model, cluster, Training(2048, 2048)).solution
+        assert not gc.isenabled()
+        assert built and all(ref() is None for ref in built)
+    finally:
+        gc.enable()

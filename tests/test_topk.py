@@ -1,9 +1,11 @@
 """The top-K kind against brute force on random trees: every coordination, 1 to 4 ranks, k, gap,
 keys, ties, both senses; the bar spreads between ranks; the Ranking on its own."""
 
+import gc
 import json
 import math
 import sys
+import weakref
 from pathlib import Path
 
 import pytest
@@ -62,6 +64,23 @@ def test_initial_bound_keeps_what_reaches_it():
     plain = Walks(**case).search()
     seeded = Walks(**case).search(initial_bound=expected[-1][0])
     assert seeded.solutions == plain.solutions == expected and seeded.nodes < plain.nodes
+
+
+def test_a_finished_search_is_freed_without_the_cyclic_collector():
+    """The ranking, which holds the search's bound ``key`` and ``tiebreak``, is dropped when the search
+    ends: the search is then freed as soon as the caller lets it go, not at a later full collection
+    (the DNN planner's caches are millions of objects)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        walks = Walks(seed=3, k=2, keyed=True, ties=True)
+        assert walks.search().solutions
+        gone = weakref.ref(walks)
+        del walks
+        assert gone() is None
+    finally:
+        if was:
+            gc.enable()
 
 
 def test_bad_k_and_gap_are_usage_errors():

@@ -19,7 +19,9 @@ from yewpy.errors import UsageError
 
 class Ranked:
     """A search whose solutions are ranked (``yewpy.TopK``): ``search()`` puts a fresh ranking of
-    its ``ranking()`` in the engine, and ``self._ranking`` points to it while it searches."""
+    its ``ranking()`` in the engine, and ``self._ranking`` points to it while it searches (only then:
+    the ranking holds the search's bound ``key`` and ``tiebreak``, and a search that kept it would be
+    freed only by the cyclic garbage collector)."""
 
     _ranking: Ranking | None = None
 

@@ -131,8 +131,12 @@ def _search(problem: Any, coordination: Any, *, target: Any, initial_bound: Any,
                                               low_water=coord.low_water)
     else:
         transport = LocalTransport(session)
-    return run_search(problem, core, coord, options, transport, session, (initial_bound, initial_solution),
-                      start)
+    try:
+        return run_search(problem, core, coord, options, transport, session,
+                          (initial_bound, initial_solution), start)
+    finally:
+        if isinstance(problem, Ranked):  # the ranking holds the problem's bound key and tiebreak: a
+            problem._ranking = None      # cycle that would wait for the collector to free the problem
 
 
 def _prune_level(problem: Any, given: bool | None) -> bool:
