@@ -531,12 +531,17 @@ class StageTables:
             dense, expert = self.sharded(lo, hi, s)
             return dense * per_dense + expert * per_expert - (gather if s else 0.0)
 
+        traffic: dict[int, float] = {}  # collectives(s), read once: every r's bisection starts alike
+
         def hidden(r: int) -> int:  # the most layers whose ZeRO-3 traffic r recomputed layers hide
             tau = ZERO3_OVERLAP * self.partial(self.time, lo, hi, r)
             low, high = 0, layers + 1  # collectives(low) <= tau < collectives(high)
             while high - low > 1:
                 mid = (low + high) // 2
-                if collectives(mid) <= tau:
+                seconds = traffic.get(mid)
+                if seconds is None:
+                    seconds = traffic[mid] = collectives(mid)
+                if seconds <= tau:
                     low = mid
                 else:
                     high = mid
