@@ -267,3 +267,27 @@ def test_with_stage_replication_the_seed_takes_the_plain_shapes_first():
     # what made this a test: two-width shapes hold most of the seed's window of least root bounds
     window = sorted(range(len(both.shapes)), key=lambda i: both.root_lb[i])[: 16 * 24]
     assert sum(both.shapes[i].uneven for i in window) > len(window) / 2
+
+
+def test_parts_that_cost_the_blocks_alike_share_their_mixed_floors():
+    """DAPPLE's parts of one GPU kind at different widths cost every block alike, so the mixed floors
+    are shared between them (``bounds._alike``): some tables are merged, only tables of equal block
+    times, FLOPs and rate are, and every shape's mixed root floors are those computed without it."""
+    model = small_model(4, 4096)
+    cluster = load_cluster("dgx-a100-80g:1x4+dgx-v100-32g:1x4")
+    train = _replicated(global_batch=32, seq=1024, microbatches=(1, 2))
+    search = PlanSearch(model, cluster, train)
+    merged = [(key, alike) for key, alike in search._alike_cache.items() if key != alike]
+    assert merged and len(search._alike_by_costs) < len(search._alike_cache)
+    for key, alike in merged:
+        a, b = search._table(*key), search._table(*alike)
+        assert (a.rate, list(a.work), list(a.time["none"])) == (b.rate, list(b.work), list(b.time["none"]))
+    fresh = PlanSearch(model, cluster, train, rank=False)
+    fresh._alike = lambda key: key  # every table its own class
+    checked = 0
+    for sid, sh in enumerate(search.shapes):
+        live = [(i, part[1]) for i, part in enumerate(sh.parts)]
+        if sh.mode == "pipe" and len({search._gpu_kind(sid, i) for i, _ in live}) > 1:
+            assert fresh._mixed_floors(sid, 0, live) == search._mixed_floors(sid, 0, live)
+            checked += 1
+    assert checked > 20

@@ -262,10 +262,11 @@ class Bounds:
         say); other mixes by FLOPs over the fastest and over all stages' rates, each part's FLOPs
         those of its own share of a micro-batch."""
         sh, R = self.shapes[sid], self.n - lo
-        keys, kinds = self._part_keys(sid)
+        _, kinds, alike = self._part_keys(sid)
         if len(live) > 1 and len({kinds[i] for i, _ in live}) > 1:
-            # keyed by the parts' tables, not the shape: shapes that differ only in schedule share it
-            key = (keys[0], tuple((keys[i], c) for i, c in live), lo)
+            # keyed by what the parts' tables cost, not the shape: shapes that differ only in
+            # schedule share it, and so do DAPPLE's parts of one kind at different widths
+            key = (alike[0], tuple((alike[i], c) for i, c in live), lo)
             hit = self._mixed_floors_cache.get(key)
             if hit is None:
                 hit = self._mixed_floors_cache[key] = self._mixed_floors(sid, lo, live)
@@ -306,7 +307,7 @@ class Bounds:
         """``_time_floors`` where the ``live`` (part, stages) parts are of different kinds: by FLOPs
         over the fastest and over all stages' rates, each part's FLOPs those of its own share of a
         micro-batch, then by time ratios and by packing."""
-        keys = self._part_keys(sid)[0]  # read once: the root bounds ask this of every shape
+        keys = self._part_keys(sid)[2]  # read once: the root bounds ask this of every shape
         tabs = [(self._table(*keys[i]), c) for i, c in live]
         speeds = [(tab.rate / (tab.work[self.n] - tab.work[lo]), c) for tab, c in tabs]  # [lo, n) per s
         fastest, together = max(u for u, _ in speeds), sum(u * c for u, c in speeds)
@@ -332,7 +333,7 @@ class Bounds:
         compiled). Taken with every block, and without those under half the median time on part 0
         (an embedding would let every stage hold one more block): fewer blocks never need a larger T.
         A part's running sums depend only on its table, part 0's and lo: packed once per those."""
-        keys = self._part_keys(sid)[0]
+        keys = self._part_keys(sid)[2]
         ref, cache = keys[0], self._packed_cache
         parts = []
         for i, _ in live:
@@ -365,13 +366,25 @@ class Bounds:
         return hit
 
     def _part_keys(self, sid: int) -> tuple:
-        """Each part's ``table_key`` and ``_gpu_kind`` in shape ``sid``, as two tuples; cached (the
-        mixed floors ask for them on every state)."""
+        """Each part's ``table_key``, ``_gpu_kind`` and ``_alike`` key in shape ``sid``, as three
+        tuples; cached (the mixed floors ask for them on every state)."""
         hit = self._parts_cache.get(sid)
         if hit is None:
-            parts = range(len(self.shapes[sid].parts))
-            hit = self._parts_cache[sid] = (tuple(self.table_key(sid, i) for i in parts),
-                                            tuple(self._gpu_kind(sid, i) for i in parts))
+            keys = tuple(self.table_key(sid, i) for i in range(len(self.shapes[sid].parts)))
+            hit = self._parts_cache[sid] = (keys, tuple(self._gpu_kind(sid, i) for i in range(len(keys))),
+                                            tuple(self._alike(key) for key in keys))
+        return hit
+
+    def _alike(self, key: tuple) -> tuple:
+        """The first table key seen whose tables cost the blocks as ``key``'s do: the same time of
+        each block without recomputation, the same FLOPs and the same rate, all that the mixed
+        floors read of a part. DAPPLE's parts of one GPU kind at different widths are the common
+        case (Llama-3.1-70B on three kinds: 931 tables, 119 such classes). Cached."""
+        hit = self._alike_cache.get(key)
+        if hit is None:
+            tab = self._table(*key)
+            costs = (tab.rate, tuple(tab.work), tuple(tab.time["none"]))
+            hit = self._alike_cache[key] = self._alike_by_costs.setdefault(costs, key)
         return hit
 
     def _gpu_kind(self, sid: int, i: int) -> tuple:

@@ -76,7 +76,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "_ranking",
         "_leave_cache", "_blocks_cache", "_packed_cache", "_mixed_floors_cache", "_parts_floors",
         "_sibling_floors", "_parts_cores", "_hap_cores", "_hap_roots", "_time_floors_cache", "_modes_cache",
-        "_parts_cache", "_steps_cache", "_send_cache",
+        "_parts_cache", "_steps_cache", "_send_cache", "_alike_cache", "_alike_by_costs",
     })
 
     def __deepcopy__(self, memo: dict) -> PlanSearch:
@@ -133,6 +133,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         # keyed by the parts' tables (table_key), so shapes that differ only in schedule share them:
         self._blocks_cache: dict = {}  # a table -> its block times (bounds._block_times)
         self._packed_cache: dict = {}  # (table, part 0's table, lo) -> a PackedPart (bounds._packing_floor)
+        self._alike_cache: dict = {}  # a table -> the first table that costs the blocks alike (bounds._alike)
+        self._alike_by_costs: dict = {}  # (rate, FLOPs, block times) -> that first table
         self._mixed_floors_cache: dict = {}  # (part 0's table, live tables and stages, lo) -> _mixed_floors
         self._sites = len({g.site for g in cluster.groups})
         self._table_keys: dict = {}  # (shape, part) -> what its tables depend on (table_key)
