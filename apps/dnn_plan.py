@@ -42,7 +42,7 @@ from yewpy.apps.dnn.planner.launch import LAUNCHERS, launch_lines, megatron_mode
 from yewpy.apps.dnn.published import TP_COMM_OVERLAP, runs, summary
 from yewpy.apps.input_numbers import ascii_digits, parse_float
 from yewpy.errors import UsageError
-from yewpy.result import Result
+from yewpy.result import STOPPED, Result
 
 FIX_KEYS = {
     "tp": int,
@@ -113,6 +113,11 @@ def _plan(model: Model, cluster: Cluster, train: Training, top: int, exhaustive:
     search = cls(model, cluster, train, top=max(1, top))
     refuse_at_root(search)
     result = search.search(**params)
+    if "estimate" in params or (not result.solutions and result.status in STOPPED):
+        # a tree-size estimate, or a search stopped before its first plan: no plan to describe
+        result.seconds = time.perf_counter() - start
+        result.extras = {"plan": None, "nodes": result.nodes, "seconds": result.seconds}
+        return result
     if not result.solutions:
         raise UsageError(
             f"no plan fits: {model.name} does not fit on {cluster.describe()} in memory "
@@ -182,6 +187,12 @@ def sensitivity(model: Model, cluster: Cluster, train: Training, leaves: list,
     }
 
 
+MAX_GLOBAL_BATCH = 2**24  # sequences per iteration: far past any published run's (Llama 3's 16M tokens)
+MAX_SEQ = 2**24  # tokens per sequence: past the longest contexts trained (10M)
+MAX_DEGREE = 2**20  # --max-tp, --max-cp: the most GPUs a cluster may have
+MAX_TOP = 10_000  # plans reported
+
+
 def check_ranges(args: argparse.Namespace) -> None:
     """Every numeric option within what it means: an error, never a silent other value."""
     for flag, value, low, high, open_low in (
@@ -196,9 +207,11 @@ def check_ranges(args: argparse.Namespace) -> None:
         if not (math.isfinite(value) and (value > low if open_low else value >= low) and value <= high):
             side = "(" if open_low else "["
             raise UsageError(f"{flag} must be in {side}{low:g}, {high:g}], got {value}")
-    for flag, value in (("--seq", args.seq), ("--max-tp", args.max_tp), ("--max-cp", args.max_cp)):
-        if value is not None and value < 1:
-            raise UsageError(f"{flag} must be a positive integer, got {value}")
+    for flag, value, high in (("--global-batch", args.global_batch, MAX_GLOBAL_BATCH),
+                              ("--seq", args.seq, MAX_SEQ), ("--max-tp", args.max_tp, MAX_DEGREE),
+                              ("--max-cp", args.max_cp, MAX_DEGREE), ("--top", args.top, MAX_TOP)):
+        if value is not None and not 1 <= value <= high:
+            raise UsageError(f"{flag} must be an integer in [1, {high:,}], got {value}")
 
 
 def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster) -> Training:
@@ -501,6 +514,12 @@ def _stage_time(stage: dict) -> str:
 def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     start = time.perf_counter()
     if args.validate:
+        ignored = [flag for flag, key in (("--estimate", "estimate"), ("--time-limit", "time_limit"),
+                                          ("--node-limit", "node_limit"), ("--checkpoint", "checkpoint"),
+                                          ("--resume", "resume"), ("--better-than", "initial_bound"),
+                                          ("--profile", "profile")) if key in params]
+        if ignored:
+            raise UsageError(f"--validate plans each published run whole; it does not take {ignored[0]}")
         return validate(start)
     missing = [flag for flag, value in (("--model", args.model), ("--cluster", args.cluster),
                                         ("--global-batch", args.global_batch)) if value is None]
@@ -514,6 +533,11 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     levels = network_levels(args.network_slowdown) if args.network_slowdown else None
     result = plan(model, cluster, train, top=args.top, exhaustive=args.exhaustive, **params)
     x, p = result.extras, result.extras["plan"]
+    if p is None:  # ``--estimate`` (the CLI prints the estimate), or stopped before any plan
+        stopped = f"No plan yet: the search stopped ({result.status.replace('_', ' ')}) before it found one"
+        result.seconds = x["seconds"] = time.perf_counter() - start
+        result.timed = "planning: inputs, search"
+        return result, [] if args.estimate is not None else [stopped]
     pred = x["predicted"]
     lines = [
         f"Model {model.name} ({model.params / 1e9:.2f}B parameters) on {cluster.describe()}, "

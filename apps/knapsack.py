@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from yewpy.apps._knapsack import KnapsackCore
+from yewpy.apps.input_files import read_text
 from yewpy.apps.input_numbers import parse_float, parse_int
 from yewpy.errors import InputError
 from yewpy.result import Result
@@ -50,10 +51,7 @@ def _number(path: str, lineno: int, word: str) -> Any:
 
 
 def _numbered_lines(path: str) -> list[tuple[int, list[str]]]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    text = read_text(path)
     return [(k, line.split()) for k, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 

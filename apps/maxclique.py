@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from yewpy.apps._maxclique import MaxCliqueCore
+from yewpy.apps.input_files import check_regular
 from yewpy.apps.input_numbers import ascii_digits
 from yewpy.errors import InputError, UsageError
 from yewpy.result import Result
@@ -31,6 +32,7 @@ def read_dimacs(path: str) -> tuple[int, list[tuple[int, int]]]:
     """A DIMACS ``.clq`` (or ``.clq.gz``) graph: vertex count and 0-based edges.  The 'p' line's
     edge count must match the file (its 'e' lines, or its distinct edges), so a file cut short is
     refused rather than solved as another graph."""
+    check_regular(path)
     opener = gzip.open if str(path).endswith(".gz") else open
     n = None
     edges = []

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from yewpy.apps._sip import SIPCore
+from yewpy.apps.input_files import read_text
 from yewpy.apps.input_numbers import ascii_digits
 from yewpy.errors import InputError, UsageError
 from yewpy.result import Result
@@ -29,11 +30,8 @@ __all__ = ["SubgraphIsomorphism", "read_lad"]
 
 
 def _tokens(path: str) -> list[tuple[str, int]]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return [(word, lineno) for lineno, line in enumerate(f, 1) for word in line.split()]
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    text = read_text(path)
+    return [(word, lineno) for lineno, line in enumerate(text.split("\n"), 1) for word in line.split()]
 
 
 def read_lad(path: str) -> tuple[int, list[tuple[int, int]]]:

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from yewpy.apps.input_files import read_text
 from yewpy.apps.input_numbers import ascii_digits, parse_float, parse_int
 from yewpy.errors import InputError
 
@@ -132,11 +133,7 @@ class _Reader:
 
     def __init__(self, path: str, max_dimension: int | None = None) -> None:
         self.path, self.max_dimension = str(path), max_dimension
-        try:
-            text = Path(path).read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = getattr(exc, "strerror", None) or exc
-            raise InputError(self.path, None, f"cannot read: {reason}") from None
+        text = read_text(self.path, encoding=None)
         self.raw = text.splitlines()           # LF, CRLF and old-Mac CR alike
         self.lines = [(k, line.split()) for k, line in enumerate(self.raw, 1) if line.strip()]
         self.at = 0

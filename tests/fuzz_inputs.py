@@ -838,6 +838,9 @@ def oracle_blocks(doc: dict) -> tuple[float, int, int]:
                 _number(block[key], integer=True)
         if not isinstance(block.get("name", ""), str) or not isinstance(block.get("tied", False), bool):
             raise Invalid("name or tied")
+        experts_hold = values.get("expert_params", 0)   # a part of params, shared by the experts
+        if experts_hold > values["params"] or (experts_hold and not block.get("experts", 0)):
+            raise Invalid("expert_params above params, or without experts")
         repeat = _number(block.get("repeat", 1), 1, DNN_MAX_BLOCKS, integer=True)
         count += repeat
         if count > DNN_MAX_BLOCKS:
@@ -1074,6 +1077,11 @@ def oracle_model(data: bytes) -> tuple[float, int, int]:
     return counted
 
 
+# docs/dnn.md, "Inputs": sizes from 1e-3 (GiB, TFLOP/s, GB/s) to 1e6 GiB and 1e7 TFLOP/s or GB/s;
+# latencies from 0 to 1e7 us
+DNN_GROUP_RANGES = {"memory_gib": (1e-3, 1e6), "peak_tflops": (1e-3, 1e7), "hbm_gbps": (1e-3, 1e7),
+                    "intra_gbps": (1e-3, 1e7), "inter_gbps": (1e-3, 1e7), "intra_latency_us": (0, 1e7),
+                    "inter_latency_us": (0, 1e7)}
 CLUSTER_NUMBERS = ("nodes", "gpus_per_node", "memory_gib", "peak_tflops", "hbm_gbps", "intra_gbps",
                    "inter_gbps", "intra_latency_us", "inter_latency_us")
 
@@ -1105,7 +1113,8 @@ def oracle_cluster_file(data: bytes) -> list[tuple[int, int, float]]:
                     raise Invalid(f"no {key}")
                 continue
             counts = key in ("nodes", "gpus_per_node")
-            value = _number(group[key], 0, DNN_MAX_GPUS if counts else DNN_MAX_NUMBER, integer=counts)
+            low, high = (0, DNN_MAX_GPUS) if counts else DNN_GROUP_RANGES[key]
+            value = _number(group[key], low, high, integer=counts)
             if value <= 0 and not key.endswith("latency_us"):
                 raise Invalid(f"{key} is not positive")
         gpus, memory = DNN_PRESETS.get(group.get("preset"), (None, None))
@@ -1129,10 +1138,11 @@ def _oracle_links(links: object, sites: set) -> None:
         if not (known and len(pair) == 2 and pair[0] != pair[1]) or frozenset(pair) in seen:
             raise Invalid("link sites")
         seen.add(frozenset(pair))
-        if "mbps" not in link or _number(link["mbps"], 0, 1e9) <= 0:
+        if "mbps" not in link:
             raise Invalid("mbps")
+        _number(link["mbps"], 1e-3, 1e9)
         if "latency_ms" in link:
-            _number(link["latency_ms"], 0, DNN_MAX_NUMBER)
+            _number(link["latency_ms"], 0, 1e5)
     if any(frozenset((a, b)) not in seen for a in sites for b in sites if a < b):
         raise Invalid("a pair of sites without a link")
 

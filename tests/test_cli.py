@@ -1,6 +1,7 @@
 """The yewpy command: YewPar-style output, --json, flags, and one-line errors with exit status 2."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -81,6 +82,25 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, app, name, text, where):
     assert out.stderr.strip() == out.stderr.strip().splitlines()[0]          # exactly one line
     assert out.stderr.startswith(f"yewpy: error: {path}") and where in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ("maxclique", "{}"), ("knapsack", "{}"), ("sip", "{}", "{}"), ("tsp", "{}"),
+    ("dnn-plan", "--model", "megatron-1.7b", "--cluster", "{}", "--global-batch", "64"),
+    ("dnn-plan", "--model", "{}", "--cluster", "dgx-a100-80g:1x8", "--global-batch", "64"),
+    ("fusion", "--profile-json", "{}"),
+])
+@pytest.mark.parametrize("special", ["/dev/zero", "fifo"])
+def test_a_device_or_a_fifo_is_refused_not_read_for_ever(tmp_path, args, special):
+    """An input that is not a regular file is one error line, at once: /dev/zero was read until
+    memory ran out, and a FIFO with no writer was waited on."""
+    if special == "fifo":
+        special = str(tmp_path / "in.fifo")
+        os.mkfifo(special)
+    out = run(*(a.format(special) for a in args), timeout=30)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    why = "cannot read: not a regular file (a device, FIFO or socket)"
+    assert out.stderr == f"yewpy: error: {special}: {why}\n"
 
 
 def test_usage_errors_exit_2():

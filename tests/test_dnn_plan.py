@@ -616,7 +616,7 @@ def test_a_context_parallel_rank_holds_a_cth_of_the_work():
      "load-balanced causal split)"),
     (["--model", "mixtral-8x7b", "--fix", "cp=2"],
      "--fix cp=2: context parallelism is not planned for MoE models"),
-    (["--model", "llama3-8b", "--max-cp", "0"], "--max-cp must be a positive integer, got 0"),
+    (["--model", "llama3-8b", "--max-cp", "0"], "--max-cp must be an integer in [1, 1,048,576], got 0"),
     (["--model", "llama3-8b", "--pass-overhead", "-1"], "--pass-overhead must be in [0, 1e+06], got -1.0"),
     (["--model", "llama3-8b", "--fix", "cp=2", "--launcher", "deepspeed"],
      "--launcher deepspeed plans pure data parallelism: no context parallelism (cp=1)"),
@@ -826,7 +826,11 @@ def test_cli_json_and_two_ranks(tmp_path):
 @pytest.mark.parametrize("flags, message", [
     (["--eta", "0"], "--eta must be in (0, 1]"), (["--eta", "-1"], "--eta must be in (0, 1]"),
     (["--eta", "nan"], "--eta must be in (0, 1]"), (["--eta", "5"], "--eta must be in (0, 1]"),
-    (["--seq", "0"], "--seq must be a positive integer"), (["--seq", "-5"], "--seq must be a positive"),
+    (["--seq", "0"], "--seq must be an integer in [1, 16,777,216]"),
+    (["--seq", "-5"], "--seq must be an integer in [1, "),
+    (["--seq", "1" + "0" * 200], "--seq must be an integer in [1, 16,777,216], got 1000"),
+    (["--global-batch", "1" + "0" * 300], "--global-batch must be an integer in [1, 16,777,216], got 1000"),
+    (["--top", "10001"], "--top must be an integer in [1, 10,000], got 10001"),
     (["--memory-fraction", "2"], "--memory-fraction must be in (0, 1]"),
     (["--grad-bytes", "-1"], "--grad-bytes must be in [0, 64]"),
     (["--optimizer-bytes", "inf"], "--optimizer-bytes must be in [0, 64]"),
@@ -834,8 +838,9 @@ def test_cli_json_and_two_ranks(tmp_path):
     (["--cluster", "dgx-a100-80g:2x16"], "bad cluster group 'dgx-a100-80g:2x16': a dgx-a100-80g node has 8"),
 ])
 def test_numeric_options_out_of_range_are_one_line_errors(flags, message):
-    """They ended in a traceback (--eta 0, --seq -5, nan) or were taken silently (--eta 5 gave
-    1085 TF/s on a 312 TF/s GPU; --seq 0 became the model's default; 16 GPUs on an 8-GPU node)."""
+    """They ended in a traceback (--eta 0, --seq -5, nan, a 300-digit batch) or were taken silently
+    (--eta 5 gave 1085 TF/s on a 312 TF/s GPU; --seq 0 became the model's default; 16 GPUs on an
+    8-GPU node)."""
     args = {"--model": "gpt3-175b", "--cluster": "dgx-a100-80g:4x8", "--global-batch": "64"}
     args.update(dict(zip(flags[::2], flags[1::2])))
     out = subprocess.run([*yewpy_cmd(), "dnn-plan", *[w for kv in args.items() for w in kv]],
@@ -1044,3 +1049,28 @@ def test_planning_pauses_the_cyclic_collector_and_leaves_nothing_for_it(monkeypa
         assert built and all(ref() is None for ref in built)
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("flags, expected", [
+    (["--node-limit", "1"], "No plan yet: the search stopped (node limit) before it found one"),
+    (["--estimate", "0.2"], "estimated nodes = "),
+])
+def test_a_search_stopped_before_its_first_plan_says_so(flags, expected):
+    """A limit that stops the search before it meets a plan, and ``--estimate``, which only samples
+    the tree, said "no plan fits ... in memory" with exit status 2 (the same plan is found in 9
+    nodes without the limit)."""
+    argv = ["dnn-plan", "--model", "megatron-1.7b", "--cluster", "dgx-a100-80g:2x8", "--global-batch", "64",
+            "--quiet", *flags]
+    out = subprocess.run([*yewpy_cmd(), *argv], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert out.stdout.startswith(expected)
+    if "--node-limit" in flags:
+        assert "status = node_limit" in out.stdout.splitlines()
+
+
+@pytest.mark.parametrize("flag", [["--estimate", "1"], ["--node-limit", "5"], ["--time-limit", "1"]])
+def test_validate_refuses_the_search_options_it_would_ignore(flag):
+    out = subprocess.run([*yewpy_cmd(), "dnn-plan", "--validate", *flag], capture_output=True, text=True,
+                         timeout=120)
+    assert (out.returncode, out.stderr) == (
+        2, f"yewpy: error: --validate plans each published run whole; it does not take {flag[0]}\n")

@@ -49,7 +49,9 @@ def test_sites_and_links_are_read(tmp_path):
     ([], "no link between sites 'a' and 'b'"),
     ([{"sites": ["a", "c"], "mbps": 100}], "no group is at site 'c'"),
     ([{"sites": ["a", "a"], "mbps": 100}], "two different site names"),
-    ([{"sites": ["a", "b"], "mbps": 0}], "'mbps' must be positive"),
+    ([{"sites": ["a", "b"], "mbps": 0}], "'mbps' must be at least 0.001"),
+    ([{"sites": ["a", "b"], "mbps": 5e-324}], "'mbps' must be at least 0.001"),   # a denormal: inf costs
+    ([{"sites": ["a", "b"], "mbps": 100, "latency_ms": 1e6}], "'latency_ms' must be at most 100000"),
     ([{"sites": ["a", "b"], "mbps": 100, "latency_ms": -1}], "'latency_ms' must be at least 0"),
     ([{"sites": ["a", "b"]}], "missing field 'mbps'"),
     ([{"sites": ["a", "b"], "mbps": 100}, {"sites": ["b", "a"], "mbps": 10}], "a second link"),

@@ -132,6 +132,16 @@ LAYERS = '{"transformer": {"layers": %s, "hidden": %s, "heads": 2, "vocab": 8, "
     ("cluster", '{"groups": [{"preset": "dgx-a100-80g", "nodes": NaN}]}', "NaN and Infinity"),  # ValueError
     ("cluster", '{"groups": [{"preset": "dgx-a100-80g", "nodes": ' + str(2 ** 63) + "}]}", "at most 1048576"),
     ("cluster", '{"groups": [{"preset": "dgx-a100-80g", "memory_gib": 1e308}]}', "must be at most"),
+    # an adversarial pass, stop 55: numpy warnings and a false "does not fit"
+    ("cluster", '{"groups": [{"preset": "dgx-a100-80g", "peak_tflops": 5e-324}]}',
+     "field 'peak_tflops' must be at least 0.001, got 5e-324"),
+    ("cluster", '{"groups": [{"preset": "dgx-a100-80g", "inter_latency_us": 9007199254740992}]}',
+     "field 'inter_latency_us' must be at most 10000000.0"),            # a C long overflow in fusion
+    ("cluster", '{"groups": [{"preset": "dgx-a100-80g", "site": "a"},'
+     ' {"preset": "dgx-a100-80g", "site": "b"}], "links": [{"sites": ["a", "b"], "mbps": 5e-324}]}',
+     "field 'mbps' must be at least 0.001"),
+    ("model", '{"seq": 8, "blocks": [{"params": 10, "flops_per_token": 1, "boundary": 1, "experts": 2,'
+     ' "expert_params": 1e13}]}', "expert_params = 1e+13 is more than the block's params = 10"),  # -27,939 GB
     ("cluster", '{"groups": [' + ", ".join(['{"preset": "dgx-a100-80g"}'] * 9) + "]}", "more than 8 groups"),
     ("spec", "+".join(["dgx-a100-80g:1x8"] * 9), "more than 8 groups"),          # was a hang (2^groups)
     ("spec", "dgx-a100-80g:\u0663x8", "expected PRESET:NODESxGPUS"),               # was 1 node

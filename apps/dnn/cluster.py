@@ -190,6 +190,13 @@ _JSON_FIELDS = {"name": ("name", 1.0), "nodes": ("nodes", 1.0), "gpus_per_node":
                 "inter_latency_us": ("inter_latency", 1e-6)}
 
 
+#: a group's numbers past these are typos, and a denormal speed would turn the costs into inf or nan
+GROUP_RANGES = {"memory_gib": (1e-3, 1e6), "peak_tflops": (1e-3, 1e7), "hbm_gbps": (1e-3, 1e7),
+                "intra_gbps": (1e-3, 1e7), "inter_gbps": (1e-3, 1e7), "intra_latency_us": (0, 1e7),
+                "inter_latency_us": (0, 1e7)}
+MAX_LINK_LATENCY_MS = 1e5  # a wide-area link's latency of more than 100 s is a typo
+
+
 def read_cluster(path: str) -> Cluster:
     """A cluster from a JSON file (see the module docstring); errors name the offending line."""
     doc = jsonfile.load(path)
@@ -220,8 +227,8 @@ def read_cluster(path: str) -> Cluster:
                 continue
             kind = int if key in ("nodes", "gpus_per_node") else float
             default = None if base is None else getattr(base, attr) / scale
-            most = MAX_GPUS if kind is int else jsonfile.MAX_NUMBER
-            value = jsonfile.field(path, obj, key, kind, default, 0, most)
+            least, most = (0, MAX_GPUS) if kind is int else GROUP_RANGES[key]
+            value = jsonfile.field(path, obj, key, kind, default, least, most)
             if value <= 0 and key not in ("intra_latency_us", "inter_latency_us"):
                 raise InputError(path, obj.line, f"field {key!r} must be positive, got {value!r}")
             values[attr] = kind(value * scale) if kind is int else value * scale
@@ -261,10 +268,8 @@ def _read_links(path: str, doc: jsonfile.Obj, groups: list[DeviceGroup]) -> dict
         key = frozenset(sites)
         if key in links:
             raise InputError(path, obj.line, f"a second link between {sites[0]!r} and {sites[1]!r}")
-        mbps = jsonfile.field(path, obj, "mbps", float, None, 0, MAX_LINK_MBPS)
-        if mbps <= 0:
-            raise InputError(path, obj.line, f"field 'mbps' must be positive, got {mbps!r}")
-        latency = jsonfile.field(path, obj, "latency_ms", float, 0.0, 0, jsonfile.MAX_NUMBER)
+        mbps = jsonfile.field(path, obj, "mbps", float, None, 1e-3, MAX_LINK_MBPS)
+        latency = jsonfile.field(path, obj, "latency_ms", float, 0.0, 0, MAX_LINK_LATENCY_MS)
         links[key] = (mbps * 1e6 / 8, latency * 1e-3)
     ordered = list(dict.fromkeys(g.site for g in groups))
     for i, a in enumerate(ordered):

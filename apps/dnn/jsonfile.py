@@ -9,6 +9,7 @@ import math
 from bisect import bisect_left
 from typing import Any
 
+from yewpy.apps.input_files import read_text
 from yewpy.errors import InputError
 
 MAX_DEPTH = 64              # objects and arrays nested deeper are refused (the pure-Python scanner recurses)
@@ -105,11 +106,7 @@ class _LineDecoder(json.JSONDecoder):
 def load(path: str) -> Any:
     """The parsed file; objects are :class:`Obj`. Syntax errors, and the valid JSON that
     :class:`_LineDecoder` refuses, raise InputError with the line."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    text = read_text(path)
     try:
         return _LineDecoder().decode(text)
     except json.JSONDecodeError as exc:

@@ -96,6 +96,11 @@ def read_model(path: str) -> Model:
             required = key in ("params", "flops_per_token", "boundary")
             default = None if required else (False if kind is bool else 0)
             values[key] = jsonfile.field(path, obj, key, kind, default, None if kind is bool else 0)
+        if values["expert_params"] > values["params"]:
+            raise InputError(path, obj.line, f"expert_params = {values['expert_params']:g} is more than the "
+                                             f"block's params = {values['params']:g} (experts hold a part)")
+        if values["expert_params"] and not values["experts"]:
+            raise InputError(path, obj.line, "expert_params needs experts (how many experts share them)")
         label = jsonfile.field(path, obj, "name", str, f"block{len(blocks)}", None)
         repeat = jsonfile.field(path, obj, "repeat", int, 1, 1, MAX_BLOCKS)
         if len(blocks) + repeat > MAX_BLOCKS:

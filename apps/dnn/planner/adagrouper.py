@@ -18,6 +18,7 @@ from yewpy.apps.dnn.cluster import Cluster
 from yewpy.apps.dnn.cost import Training
 from yewpy.apps.dnn.models import Model
 from yewpy.apps.dnn.planner.search import PlanSearch
+from yewpy.apps.input_files import read_text
 from yewpy.apps.input_numbers import parse_float
 from yewpy.errors import InputError
 
@@ -31,11 +32,7 @@ def slowed(cluster: Cluster, factor: float) -> Cluster:
 
 def read_trace(path: str) -> list[tuple[float, float]]:
     """A bandwidth trace: lines ``SECONDS FACTOR`` (``#`` comments), both positive, factor >= 1."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    lines = read_text(path).splitlines()
     trace = []
     for number, line in enumerate(lines, 1):
         words = line.split("#", 1)[0].split()

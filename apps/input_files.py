@@ -1,0 +1,39 @@
+"""Reading a user's input file as text, or one ``InputError`` line that says why not.
+
+Every app's reader goes through :func:`read_text`, so a device such as ``/dev/zero`` is refused
+rather than read until memory runs out, and a FIFO rather than waited on for ever.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from yewpy.errors import InputError
+
+MAX_INPUT_BYTES = 1 << 30  # 1 GiB: far above any instance or description the apps read
+
+
+def check_regular(path: str) -> None:
+    """An ``InputError`` unless ``path`` is a regular file or missing or a directory (whose opening
+    then fails with the system's own reason): a device or a FIFO is refused before it is opened."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise InputError(path, None, "cannot read: not a regular file (a device, FIFO or socket)")
+
+
+def read_text(path: str, encoding: str | None = "utf-8") -> str:
+    """The text of ``path``: a regular file (``check_regular``) of at most ``MAX_INPUT_BYTES``;
+    anything else, or a file that cannot be read or decoded, is an ``InputError`` naming it."""
+    check_regular(path)
+    try:
+        with open(path, encoding=encoding) as fh:
+            text = fh.read(MAX_INPUT_BYTES + 1)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(text) > MAX_INPUT_BYTES:
+        raise InputError(path, None, f"cannot read: larger than {MAX_INPUT_BYTES >> 20} MiB")
+    return text
