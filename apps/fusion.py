@@ -8,6 +8,7 @@ Variants: ``--streams S``, ``--max-buckets K``, ``--cap-mb M`` (bytes per fused 
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from typing import Any
 
@@ -35,8 +36,39 @@ def configure(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--cap-mb", type=float, default=0.0, help="at most M MiB per fused bucket (0: no cap)")
     g.add_argument("--batch", type=int, default=None, help="per-GPU batch (model: 8, resnet50: 64, bert: 8)")
     g.add_argument("--seq", type=int, default=None, help="sequence length (default: the model's)")
-    g.add_argument("--grad-bytes", type=int, default=4, help="bytes per gradient element (default 4)")
-    g.add_argument("--efficiency", type=float, default=0.5, help="achievable fraction of peak (default 0.5)")
+    g.add_argument("--grad-bytes", type=int, default=None,
+                   help="bytes per gradient element (--model only; default 4)")
+    g.add_argument("--efficiency", type=float, default=None,
+                   help="achievable fraction of peak (--model only; default 0.5)")
+
+
+MAX_MB = 1e6  # --bucket-mb, --cap-mb: a bucket of a terabyte is a typo
+MAX_BUCKETS = 10**6
+MAX_BATCH = 2**24  # --batch and --seq, as dnn-plan's --global-batch and --seq
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Every option within what it means, and only with the input it applies to: an error, never a
+    silent other value (``--cap-mb 1e-300`` rounded to no cap, ``--efficiency nan`` was ignored)."""
+    for flag, value, low, high in (("--bucket-mb", args.bucket_mb, 1 / MIB, MAX_MB),
+                                   ("--cap-mb", args.cap_mb, 0.0, MAX_MB),
+                                   ("--efficiency", args.efficiency, 1e-3, 1.0)):
+        if value is not None and not (math.isfinite(value) and low <= value <= high):
+            raise UsageError(f"{flag} must be in [{low:g}, {high:g}], got {value}")
+    if 0 < args.cap_mb < 1 / MIB:
+        raise UsageError(f"--cap-mb must be 0 (no cap) or at least one byte ({1 / MIB:g}), got {args.cap_mb}")
+    for flag, value, low, high in (("--max-buckets", args.max_buckets, 0, MAX_BUCKETS),
+                                   ("--batch", args.batch, 1, MAX_BATCH), ("--seq", args.seq, 1, MAX_BATCH),
+                                   ("--grad-bytes", args.grad_bytes, 1, 64)):
+        if value is not None and not low <= value <= high:
+            raise UsageError(f"{flag} must be an integer in [{low}, {high:,}], got {value}")
+    unused = [flag for flag, value, applies in (
+        ("--grad-bytes", args.grad_bytes, args.model), ("--efficiency", args.efficiency, args.model),
+        ("--batch", args.batch, not args.profile_json),
+        ("--seq", args.seq, args.model or args.synthetic in ("bert-large", "gpt3"))) if value is not None
+        and not applies]
+    if unused:
+        raise UsageError(f"{unused[0]} does not apply to this input (the profile fixes it)")
 
 
 def load(args: argparse.Namespace) -> Profile:
@@ -44,6 +76,7 @@ def load(args: argparse.Namespace) -> Profile:
     given = [k for k in ("model", "profile_json", "synthetic") if getattr(args, k)]
     if len(given) != 1 or bool(args.model) != bool(args.cluster):
         raise UsageError("give exactly one of --model with --cluster, --profile-json FILE, --synthetic NAME")
+    check_options(args)
     if args.profile_json:
         return read_profile(args.profile_json)
     batch = {} if args.batch is None else {"batch": args.batch}
@@ -56,7 +89,8 @@ def load(args: argparse.Namespace) -> Profile:
     from yewpy.apps.dnn.model_files import load_model
 
     return profile_from_model(load_model(args.model), load_cluster(args.cluster), seq=args.seq,
-                              grad_bytes=args.grad_bytes, efficiency=args.efficiency, **batch)
+                              grad_bytes=4 if args.grad_bytes is None else args.grad_bytes,
+                              efficiency=0.5 if args.efficiency is None else args.efficiency, **batch)
 
 
 def network(args: argparse.Namespace) -> str:
@@ -82,8 +116,6 @@ def _ms(ns: float) -> str:
 
 
 def solve(args: argparse.Namespace, coordination: Any = "seq", **params: Any) -> tuple[Result, list[str]]:
-    if args.cap_mb < 0 or args.bucket_mb <= 0:
-        raise UsageError("--cap-mb must be >= 0 and --bucket-mb > 0")
     profile = load(args)
     problem = Fusion(profile, streams=args.streams, max_buckets=args.max_buckets,
                      cap_bytes=round(args.cap_mb * MIB))
@@ -126,7 +158,7 @@ def solve(args: argparse.Namespace, coordination: Any = "seq", **params: Any) ->
              + ("" if plan.feasible else " (violates a cap)"),
              "Bucket sizes (MB): " + _sizes(sizes)]
     for name, other in {f"{args.method} (this plan)": plan, **baselines}.items():
-        ratio = problem.iteration_seconds(other) / iteration
+        ratio = problem.iteration_seconds(other) / iteration if iteration else 1.0  # all free
         lines.append(f"  {name:<16} {len(other.ends):4d} buckets  iteration "
                      f"{problem.iteration_seconds(other) * 1e3:10.3f} ms  = {ratio:.3f}x"
                      + ("" if other.feasible else "  (violates a cap)"))

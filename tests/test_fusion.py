@@ -283,6 +283,39 @@ def test_cli_json_and_errors(tmp_path):
         assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
 
 
+@pytest.mark.parametrize("args, message", [
+    # each was a traceback (nan, inf, a C long overflow), or a value taken silently or ignored
+    (["--synthetic", "resnet50", "--bucket-mb", "nan"], "--bucket-mb must be in [9.53674e-07, 1e+06]"),
+    (["--synthetic", "resnet50", "--cap-mb", "inf"], "--cap-mb must be in [0, 1e+06], got inf"),
+    (["--synthetic", "resnet50", "--cap-mb", "1e-300"], "--cap-mb must be 0 (no cap) or at least one byte"),
+    (["--synthetic", "resnet50", "--max-buckets", "1" + "0" * 23], "--max-buckets must be an integer in"),
+    (["--synthetic", "resnet50", "--batch", "1" + "0" * 320], "--batch must be an integer in [1, 16,777,"),
+    (["--synthetic", "bert-large", "--seq", "0"], "--seq must be an integer in [1, 16,777,216], got 0"),
+    (["--synthetic", "resnet50", "--efficiency", "nan"], "--efficiency must be in [0.001, 1], got nan"),
+    (["--synthetic", "resnet50", "--efficiency", "0.5"], "--efficiency does not apply to this input"),
+    (["--synthetic", "resnet50", "--seq", "128"], "--seq does not apply to this input"),
+    (["--model", "megatron-1.7b", "--cluster", "dgx-a100-80g:2x8", "--efficiency", "1e-300"],
+     "--efficiency must be in [0.001, 1], got 1e-300"),
+    (["--profile-json", "{alpha}"], "is too large for 64-bit nanosecond arithmetic"),
+])
+def test_fusion_options_and_profiles_out_of_range_are_one_line_errors(tmp_path, args, message):
+    profile = tmp_path / "alpha.json"
+    profile.write_text('{"alpha": 9007199254740992, "beta": 0, "tensors": [{"bytes": 1, "backward": 0}]}')
+    run = subprocess.run([*yewpy_cmd(), "fusion", "--quiet", *(a.format(alpha=profile) for a in args)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and run.stderr.startswith("yewpy: error: ") and message in run.stderr
+    assert run.stderr.count("\n") == 1, run.stderr
+
+
+def test_a_profile_that_costs_nothing_is_planned_not_divided_by_zero(tmp_path):
+    profile = tmp_path / "free.json"
+    profile.write_text('{"alpha": 0, "beta": 0, "tensors": [{"bytes": 0, "backward": 0}]}')
+    for method in ("bnb", "dp", "fixed"):
+        run = subprocess.run([*yewpy_cmd(), "fusion", "--quiet", "--profile-json", str(profile), "--method",
+                              method], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0 and "= 1.000x" in run.stdout, run.stderr
+
+
 @settings(max_examples=150, deadline=None)
 @given(profiles(8), st.integers(0, 4), st.integers(0, 12000))
 def test_merged_plan_keeps_the_optimum_with_fewer_buckets(p, k, cap):

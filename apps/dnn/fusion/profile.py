@@ -52,7 +52,10 @@ class Profile:
             raise UsageError("tensor bytes and backward times must be >= 0")
         if min(self.alpha_ns, self.beta_fs, self.gamma_fs, self.forward_ns, self.update_ns) < 0:
             raise UsageError("alpha, beta, gamma, forward and update must be >= 0")
-        if (self.beta_fs + self.gamma_fs) * sum(self.nbytes) >= _LIMIT or sum(self.backward_ns) >= _LIMIT:
+        # the costliest plan, one bucket per tensor, and the sums the compiled search makes
+        whole = (n * self.alpha_ns + (self.beta_fs + self.gamma_fs) * sum(self.nbytes) // 10**6
+                 + sum(self.backward_ns) + self.forward_ns + self.update_ns)
+        if (self.beta_fs + self.gamma_fs) * sum(self.nbytes) >= _LIMIT or whole >= _LIMIT:
             raise UsageError(f"profile {self.name!r} is too large for 64-bit nanosecond arithmetic")
 
     @property
