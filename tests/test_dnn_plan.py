@@ -1074,3 +1074,33 @@ def test_validate_refuses_the_search_options_it_would_ignore(flag):
                          timeout=120)
     assert (out.returncode, out.stderr) == (
         2, f"yewpy: error: --validate plans each published run whole; it does not take {flag[0]}\n")
+
+
+@pytest.mark.parametrize("cluster", ["dgx-a100-80g:1x2+dgx-a100-80g:1x2+dgx-v100-16g:1x2",
+                                     "dgx-v100-16g:1x2+dgx-a100-80g:1x2+dgx-v100-16g:1x2"])
+def test_interchangeable_groups_keep_the_optimum_with_fewer_shapes(monkeypatch, cluster):
+    """Groups that differ only in name take only their first ones and non-increasing stage counts
+    (``Shapes._interchangeable``): far fewer shapes, and the optimum brute force finds over every
+    shape of the unreduced enumeration."""
+    model = small_model(3, 2048)
+    train = Training(8, 1024, memory_fraction=0.5, memory_reserve=0, microbatches=(1, 2),
+                     schedules=("1f1b", "gpipe"))
+    reduced = PlanSearch(model, load_cluster(cluster), train)
+    monkeypatch.setattr(PlanSearch, "_interchangeable", lambda self, real: [])
+    every = PlanSearch(model, load_cluster(cluster), train, rank=False)
+    assert len(reduced.shapes) < len(every.shapes)
+    assert reduced.search().objective == pytest.approx(brute_force(every), rel=1e-9)
+
+
+def test_identical_groups_take_few_shapes_and_keep_the_best_plans(monkeypatch):
+    """Eight identical single-node groups made 2^8 - 1 subsets and every stage count on each: 14.5 s
+    and 1.7 GB before any search. The shapes are now those of 8 subsets with ordered counts. On four
+    such groups the top 3 are those the unreduced enumeration plans."""
+    model = load_model("megatron-1.7b")
+    eight = PlanSearch(model, load_cluster("+".join(["dgx-a100-80g:1x8"] * 8)), Training(64, 2048))
+    assert len(eight.shapes) < 20_000 and eight.search().objective > 0
+    four = load_cluster("+".join(["dgx-a100-80g:1x8"] * 4))
+    reduced = PlanSearch(model, four, Training(64, 2048)).search()
+    monkeypatch.setattr(PlanSearch, "_interchangeable", lambda self, real: [])
+    every = PlanSearch(model, four, Training(64, 2048)).search()
+    assert [value for value, _ in reduced.solutions] == [value for value, _ in every.solutions]
