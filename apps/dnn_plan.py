@@ -68,6 +68,8 @@ def parse_fix(text: str) -> dict:
         key, eq, value = item.partition("=")
         if not eq or key not in FIX_KEYS or not value:
             raise UsageError(f"bad --fix item {item!r}: expected KEY=VALUE with KEY in {', '.join(FIX_KEYS)}")
+        if key in out:
+            raise UsageError(f"bad --fix item {item!r}: {key} is pinned twice")
         if FIX_KEYS[key] is int:
             if not ascii_digits(value) or int(value) < (0 if key == "zero" else 1):
                 raise UsageError(f"bad --fix item {item!r}: {key} takes a positive integer")
@@ -243,6 +245,16 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
             raise UsageError(f"--fix cp={cp}: the sequence ({seq} tokens) must split into 2 x cp equal "
                              "chunks (Megatron-LM's load-balanced causal split)")
         max_cp = max(max_cp, cp)
+    if "v" in fix:                              # model chunks per stage are the interleaved schedule's
+        if fix.setdefault("schedule", "interleaved") != "interleaved":
+            raise UsageError(f"--fix v={fix['v']}: model chunks per stage go with schedule=interleaved, "
+                             f"not {fix['schedule']}")
+        most = len(model.blocks) // 2
+        if not 2 <= fix["v"] <= most:
+            raise UsageError(f"--fix v={fix['v']}: the interleaved schedule takes 2 to {most} chunks per "
+                             f"stage here (at least two stages of {len(model.blocks)} blocks)")
+    if fix.get("recompute") and fix["recompute"] not in args.recompute.split(","):
+        raise UsageError(f"--fix recompute={fix['recompute']}: add it to --recompute (now {args.recompute})")
     if "slices" in fix:                         # token slices are TeraPipe's
         if fix.setdefault("schedule", "terapipe") != "terapipe":
             raise UsageError(f"--fix slices={fix['slices']}: token slices go with schedule=terapipe, "
@@ -293,6 +305,7 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
         mixed_tp=args.mixed_tp,
         fix=fix,
         precision=precision,
+        **({"interleave": (fix["v"],)} if "v" in fix else {}),
     )
     if args.mixed_tp:
         if args.no_sp:
@@ -320,7 +333,7 @@ def wan_ratios(text: str) -> tuple[float, ...]:
     out = []
     for item in text.split(","):
         try:
-            ratio = float(item)
+            ratio = parse_float(item.strip())
         except ValueError:
             ratio = math.nan
         if not (math.isfinite(ratio) and 1.0 <= ratio <= MAX_WAN_RATIO):
@@ -333,6 +346,8 @@ def network_levels(text: str) -> list[tuple[float, float]]:
     """``--network-slowdown``: ``F[,F...]`` (each level weighted alike) or ``@TRACE`` (a file of
     ``SECONDS FACTOR`` lines) as (weight seconds, factor) pairs."""
     if text.startswith("@"):
+        if not text[1:]:
+            raise UsageError("--network-slowdown @: name the trace file, as @FILE")
         return read_trace(text[1:])
     levels = []
     for word in text.split(","):
@@ -432,7 +447,9 @@ def _degrees(plan: dict, moe: bool) -> str:
     """A plan's parallel degrees as the CLI prints them: tp, pp, dp, cp where used, ep for MoE models."""
     cp = f" cp={plan['cp']}" if plan["cp"] > 1 else ""
     ep = f" ep={plan['ep']}" if moe else ""
-    return f"tp={plan['tp']} pp={plan['pp']} dp={plan['dp']}{cp}{ep}"
+    tp = plan["tp"]  # a list where the GPU kinds take different degrees: one per group, in its stages
+    tp = ",".join(map(str, tp)) if isinstance(tp, list) else tp
+    return f"tp={tp} pp={plan['pp']} dp={plan['dp']}{cp}{ep}"
 
 
 def _schedule(plan: dict) -> str:
@@ -530,7 +547,7 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     model = load_model(args.model)
     cluster = load_cluster(args.cluster)
     train = training_from_args(args, model, cluster)
-    levels = network_levels(args.network_slowdown) if args.network_slowdown else None
+    levels = network_levels(args.network_slowdown) if args.network_slowdown is not None else None
     result = plan(model, cluster, train, top=args.top, exhaustive=args.exhaustive, **params)
     x, p = result.extras, result.extras["plan"]
     if p is None:  # ``--estimate`` (the CLI prints the estimate), or stopped before any plan

@@ -103,6 +103,12 @@ def test_a_device_or_a_fifo_is_refused_not_read_for_ever(tmp_path, args, special
     assert out.stderr == f"yewpy: error: {special}: {why}\n"
 
 
+def test_a_python_warning_is_one_yewpy_line():
+    out = run("nqueens", 6, "--skeleton", "depthbounded")
+    assert out.returncode == 0
+    assert out.stderr == "yewpy: warning: DepthBounded(spawn_depth=0) makes one task: no parallelism\n"
+
+
 def test_usage_errors_exit_2():
     assert run("nqueens").returncode == 2
     assert run("nqueens", 8, "-b", 5).returncode != 0          # -b belongs to budget

@@ -1104,3 +1104,36 @@ def test_identical_groups_take_few_shapes_and_keep_the_best_plans(monkeypatch):
     monkeypatch.setattr(PlanSearch, "_interchangeable", lambda self, real: [])
     every = PlanSearch(model, four, Training(64, 2048)).search()
     assert [value for value, _ in reduced.solutions] == [value for value, _ in every.solutions]
+
+
+SMALL_PLAN = ["dnn-plan", "--model", "megatron-1.7b", "--cluster", "dgx-a100-80g:2x8", "--global-batch", "64",
+              "--quiet"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    # an adversarial pass (stop 55): each was taken silently, or gave a misleading reason
+    (["--fix", "tp=8,tp=4"], "bad --fix item 'tp=4': tp is pinned twice"),
+    (["--fix", "v=1000"], "--fix v=1000: the interleaved schedule takes 2 to 13 chunks per stage here"),
+    (["--fix", "v=2,schedule=gpipe"], "--fix v=2: model chunks per stage go with schedule=interleaved"),
+    (["--fix", "recompute=block"], "--fix recompute=block: add it to --recompute (now none,selective,full)"),
+    (["--network-slowdown", ""], "--network-slowdown: '' is not a factor between 1 and 1e6"),
+    (["--network-slowdown", "@"], "--network-slowdown @: name the trace file, as @FILE"),
+    (["--network-slowdown", "@{trace}"], "{trace}:1: expected 'SECONDS FACTOR' (0 < seconds <= 1e9"),
+    (["--wan-compression", "1_0"], "--wan-compression: '1_0' is not a ratio in [1, 1000]"),
+    (["--estimate", "1", "--walltime", "1e-300"], "--walltime must be at least 1 second, got 1e-300"),
+])
+def test_pinned_and_network_options_say_what_is_wrong(tmp_path, argv, message):
+    trace = tmp_path / "trace.txt"
+    trace.write_text("1e308 2\n1e308 4\n")  # the weights' sum was inf, and the gain printed +0.0%
+    argv = [*SMALL_PLAN, *(a.format(trace=trace) for a in argv)]
+    out = subprocess.run([*yewpy_cmd(), *argv], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stderr.startswith(f"yewpy: error: {message.format(trace=trace)}")
+    assert out.stderr.count("\n") == 1, out.stderr
+
+
+def test_a_pinned_interleave_factor_is_planned_not_ignored():
+    """--fix v=3 planned a schedule without chunks (only v = 2 and 4 were searched); it now plans v = 3."""
+    out = subprocess.run([*yewpy_cmd(), *SMALL_PLAN, "--fix", "v=3", "--json"], capture_output=True,
+                         text=True, timeout=120)
+    plan = json.loads(out.stdout)["plan"]
+    assert (plan["schedule"], plan["interleave"]) == ("interleaved", 3)

@@ -9,6 +9,7 @@ import math
 import os
 import signal
 import sys
+import warnings
 from typing import Any
 
 from yewpy import __version__
@@ -82,6 +83,8 @@ def _check_numbers(args: argparse.Namespace) -> None:
                           ("--walltime", args.walltime)):
         if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
             raise UsageError(f"{flag} must be a positive number of seconds, got {seconds}")
+    if args.walltime is not None and args.walltime < 1:    # 1e-300 asked for a 300-digit rank count
+        raise UsageError(f"--walltime must be at least 1 second, got {args.walltime}")
 
 
 def search_params(args: argparse.Namespace) -> dict:
@@ -121,6 +124,8 @@ def _duration(text: str) -> float:
             return float(text)
         days, _, clock = text.rpartition("-")
         parts = [float(p) for p in clock.split(":")]
+        if len(parts) > 3:                      # HH:MM:SS at most; 1:2:3:4 was taken as 2.6 days
+            raise ValueError(text)
         seconds = sum(p * 60 ** i for i, p in enumerate(reversed(parts)))
         return seconds + 86400 * float(days or 0)
     except ValueError:
@@ -256,8 +261,15 @@ def _end_on_signals() -> None:
         raise KeyboardInterrupt
 
 
+def _warning_line(message: Warning | str, category: type, filename: str, lineno: int,
+                  line: str | None = None) -> str:
+    """A Python warning as the CLI prints it: one line, without the source file and line."""
+    return f"yewpy: warning: {message}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     remember_signals()          # until the flags say whether a signal is owed a checkpoint
+    warnings.formatwarning = _warning_line
     try:
         return _run(argv)
     except KeyboardInterrupt:

@@ -281,7 +281,7 @@ def read_profile(path: str) -> Profile:
         if not math.isfinite(value):
             raise InputError(path, doc.line, f"field {key!r} must be finite")
     try:
-        return Profile.from_seconds(str(doc.get("name", path)), rows, **costs)
+        return Profile.from_seconds(jsonfile.field(path, doc, "name", str, str(path), None), rows, **costs)
     except UsageError as exc:
         raise InputError(path, doc.line, str(exc)) from None
 

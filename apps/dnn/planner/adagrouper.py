@@ -30,6 +30,9 @@ def slowed(cluster: Cluster, factor: float) -> Cluster:
     return cluster.scaled(inter=1 / factor)
 
 
+MAX_TRACE_SECONDS = 1e9  # a trace line of over 30 years is a typo (1e308 made the weights' sum inf)
+
+
 def read_trace(path: str) -> list[tuple[float, float]]:
     """A bandwidth trace: lines ``SECONDS FACTOR`` (``#`` comments), both positive, factor >= 1."""
     lines = read_text(path).splitlines()
@@ -42,9 +45,10 @@ def read_trace(path: str) -> list[tuple[float, float]]:
             seconds, factor = (parse_float(w) for w in words) if len(words) == 2 else (None, None)
         except ValueError:
             seconds = factor = None
-        if seconds is None or factor is None or seconds <= 0 or factor < 1 or factor > 1e6:
-            raise InputError(path, number, f"expected 'SECONDS FACTOR' (seconds > 0, 1 <= factor <= 1e6), "
-                                           f"got {line.strip()!r}")
+        if (seconds is None or factor is None or not 0 < seconds <= MAX_TRACE_SECONDS or factor < 1
+                or factor > 1e6):
+            raise InputError(path, number, "expected 'SECONDS FACTOR' (0 < seconds <= 1e9, 1 <= factor <= "
+                                           f"1e6), got {line.strip()!r}")
         trace.append((seconds, factor))
     if not trace:
         raise InputError(path, 1, "the trace has no 'SECONDS FACTOR' lines")
