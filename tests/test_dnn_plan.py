@@ -1137,3 +1137,17 @@ def test_a_pinned_interleave_factor_is_planned_not_ignored():
                          text=True, timeout=120)
     plan = json.loads(out.stdout)["plan"]
     assert (plan["schedule"], plan["interleave"]) == ("interleaved", 3)
+
+
+def test_interchangeable_groups_with_stage_replication_keep_the_top_plans(monkeypatch):
+    """DAPPLE's split patterns on interchangeable groups are taken in one order too: six identical
+    single-node groups with --stage-replication took 20 s and 1.6 GB of shapes, now 2.8 s. On three
+    such groups (and a fourth of another kind) the top 3 are the unreduced enumeration's."""
+    model = small_model(4, 4096)
+    cluster = load_cluster("dgx-a100-80g:1x4+dgx-a100-80g:1x4+dgx-a100-80g:1x4+dgx-v100-32g:1x4")
+    train = Training(32, 1024, stage_replication=True, microbatches=(1, 2))
+    reduced = PlanSearch(model, cluster, train)
+    monkeypatch.setattr(PlanSearch, "_interchangeable", lambda self, real: [])
+    every = PlanSearch(model, cluster, train)
+    assert len(reduced.shapes) < len(every.shapes) / 2
+    assert [v for v, _ in reduced.search().solutions] == [v for v, _ in every.search().solutions]

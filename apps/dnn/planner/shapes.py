@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from yewpy.apps.dnn.cluster import Cluster
@@ -175,6 +176,37 @@ def _prefix_of(mask: int, members: list[int]) -> bool:
     return taken == sorted(taken, reverse=True)
 
 
+def _ordered_product(options: list[list[tuple]], twins: list[tuple[int, int]], most: int) -> Iterator[tuple]:
+    """``itertools.product(*options)`` in its order, but only the choices whose first fields (stage
+    counts) sum to at most ``most`` and that take, for each (i, j) in ``twins``, an option at position
+    i at least as late in its list as the option at position j. Walked depth first with both tests
+    made as it goes: eight interchangeable groups with 20 patterns each are 20^8 products to filter,
+    of which some thousands pass."""
+    least = [0] * (len(options) + 1)  # the fewest stages positions k.. can take
+    for k in range(len(options) - 1, -1, -1):
+        least[k] = least[k + 1] + min(option[0] for option in options[k])
+    before = {j: i for i, j in twins}
+    picked: list[int] = []
+    chosen: list[tuple] = []
+
+    def walk(k: int, used: int) -> Iterator[tuple]:
+        if k == len(options):
+            yield tuple(chosen)
+            return
+        last = picked[before[k]] if k in before else len(options[k]) - 1
+        for at in range(last + 1):
+            option = options[k][at]
+            if used + option[0] + least[k + 1] > most:
+                continue
+            picked.append(at)
+            chosen.append(option)
+            yield from walk(k + 1, used + option[0])
+            picked.pop()
+            chosen.pop()
+
+    return walk(0, 0)
+
+
 def _product(lists: list) -> list:
     out: list = [()]
     for options in lists:
@@ -248,7 +280,7 @@ class Shapes:
             if paired:                      # uneven TP shares: pipe shapes of one d, no DAPPLE or hap
                 continue
             if tr.stage_replication:
-                out += self._replicated(subset)
+                out += self._replicated(subset, twins)
             # hap mode: replicas of whole pipelines on different groups, within one site (its
             # data-parallel all-reduce would cross a wide-area link every step)
             if len(subset) < 2 or not tr.hap or len({groups[g].site for g in subset}) > 1:
@@ -298,12 +330,14 @@ class Shapes:
                     out.append(sorted(base + [g for r in rest for g in r]))
         return out
 
-    def _replicated(self, subset: list[int]) -> list[Shape]:
+    def _replicated(self, subset: list[int], twins: list[tuple[int, int]] = ()) -> list[Shape]:
         """DAPPLE's pipe shapes on the groups ``subset``: stages of different widths, so of different
         data-parallel degrees, at one t for all (``--stage-replication``). Each group holds stages of
         one width or of two (``_splits``); shapes whose stages all have one width are the ordinary
         ones. Dense models only, without context parallelism, and not with ``--fix dp``, which pins
-        one degree for every stage."""
+        one degree for every stage. ``twins``: positions in ``subset`` of interchangeable groups
+        (``_interchangeable``), whose patterns are taken in one order (each pair's first takes a
+        pattern at least as late in ``_splits``' list as its second)."""
         tr, fix, groups = self.train, self.train.fix, self.cluster.groups
         if self.model.moe or fix.get("cp", 1) != 1 or "dp" in fix:
             return []
@@ -312,17 +346,17 @@ class Shapes:
         evens: dict[frozenset, list[int]] = {}  # widths -> their micro-batch sizes (most combos repeat them)
         # each group's patterns as (its stages, its widths, its slices), read once, not per combo
         patterns = [[(sum(s for s, _ in pattern), frozenset(w for _, w in pattern),
-                      tuple((g, s, w) for s, w in pattern)) for pattern in self._splits(groups[g].gpus,
-                                                                                       groups[g].gpus_per_node)]
+                      tuple((g, s, w) for s, w in pattern), k)
+                     for k, pattern in enumerate(self._splits(groups[g].gpus, groups[g].gpus_per_node))]
                     for g in subset]
-        for combo in itertools.product(*patterns):
-            p = sum(stages for stages, _, _ in combo)
-            if p > self.n or fix.get("pp", p) != p:
+        for combo in _ordered_product(patterns, twins, self.n):
+            p = sum(stages for stages, _, _, _ in combo)
+            if fix.get("pp", p) != p:
                 continue
-            widths = frozenset().union(*(w for _, w, _ in combo))
+            widths = frozenset().union(*(w for _, w, _, _ in combo))
             if len(widths) < 2:
                 continue
-            slices = [piece for _, _, pieces in combo for piece in pieces]
+            slices = [piece for _, _, pieces, _ in combo for piece in pieces]
             # a part of width w splits each micro-batch of d x b samples evenly over its w / t replicas
             # (``Shape.part_b``), d = max(widths) / t: w divides b x max(widths), whatever t
             wide = max(widths)
