@@ -116,7 +116,9 @@ def _plan(model: Model, cluster: Cluster, train: Training, top: int, exhaustive:
     refuse_at_root(search)
     result = search.search(**params)
     if "estimate" in params or (not result.solutions and result.status in STOPPED):
-        # a tree-size estimate, or a search stopped before its first plan: no plan to describe
+        # a tree-size estimate, or a search stopped before its first plan: no plan to describe (and
+        # an estimate's short search may hold tree leaves, not plans)
+        result.solution, result.solutions, result.objective = None, [], None
         result.seconds = time.perf_counter() - start
         result.extras = {"plan": None, "nodes": result.nodes, "seconds": result.seconds}
         return result
@@ -249,10 +251,11 @@ def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster)
         if fix.setdefault("schedule", "interleaved") != "interleaved":
             raise UsageError(f"--fix v={fix['v']}: model chunks per stage go with schedule=interleaved, "
                              f"not {fix['schedule']}")
-        most = len(model.blocks) // 2
+        stages = max(fix.get("pp", 2), 3 if args.launcher == "megatron" else 2)  # launch.restrict's least
+        most = len(model.blocks) // stages
         if not 2 <= fix["v"] <= most:
             raise UsageError(f"--fix v={fix['v']}: the interleaved schedule takes 2 to {most} chunks per "
-                             f"stage here (at least two stages of {len(model.blocks)} blocks)")
+                             f"stage here (at least {stages} stages of {len(model.blocks)} blocks)")
     if fix.get("recompute") and fix["recompute"] not in args.recompute.split(","):
         raise UsageError(f"--fix recompute={fix['recompute']}: add it to --recompute (now {args.recompute})")
     if "slices" in fix:                         # token slices are TeraPipe's

@@ -1,7 +1,8 @@
 """Reading a user's input file as text, or one ``InputError`` line that says why not.
 
-Every app's reader goes through :func:`read_text`, so a device such as ``/dev/zero`` is refused
-rather than read until memory runs out, and a FIFO rather than waited on for ever.
+Every app's reader goes through :func:`read_text` (maxclique's, which streams, through
+:func:`check_regular`), so a device such as ``/dev/zero`` is refused rather than read until memory
+runs out, and a pipe is read up to a bound.
 """
 
 from __future__ import annotations
@@ -11,18 +12,20 @@ import stat
 
 from yewpy.errors import InputError
 
-MAX_INPUT_BYTES = 1 << 30  # 1 GiB: far above any instance or description the apps read
+MAX_INPUT_BYTES = 1 << 30  # characters: far above any instance or description the apps read
 
 
 def check_regular(path: str) -> None:
-    """An ``InputError`` unless ``path`` is a regular file or missing or a directory (whose opening
-    then fails with the system's own reason): a device or a FIFO is refused before it is opened."""
+    """An ``InputError`` if ``path`` is a device or a socket, refused before it is opened (``/dev/zero``
+    was read until memory ran out). A pipe is read (``<(zcat graph.clq.gz)``, ``/dev/stdin``), up to
+    ``MAX_INPUT_BYTES``; a missing file or a directory fails when it is opened, with the system's
+    own reason."""
     try:
         mode = os.stat(path).st_mode
     except OSError:
         return
-    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-        raise InputError(path, None, "cannot read: not a regular file (a device, FIFO or socket)")
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISFIFO(mode)):
+        raise InputError(path, None, "cannot read: not a file (a device or a socket)")
 
 
 def read_text(path: str, encoding: str | None = "utf-8") -> str:
@@ -35,5 +38,5 @@ def read_text(path: str, encoding: str | None = "utf-8") -> str:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     if len(text) > MAX_INPUT_BYTES:
-        raise InputError(path, None, f"cannot read: larger than {MAX_INPUT_BYTES >> 20} MiB")
+        raise InputError(path, None, f"cannot read: more than {MAX_INPUT_BYTES:,} characters")
     return text

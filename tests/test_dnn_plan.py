@@ -1114,6 +1114,7 @@ SMALL_PLAN = ["dnn-plan", "--model", "megatron-1.7b", "--cluster", "dgx-a100-80g
     # an adversarial pass (stop 55): each was taken silently, or gave a misleading reason
     (["--fix", "tp=8,tp=4"], "bad --fix item 'tp=4': tp is pinned twice"),
     (["--fix", "v=1000"], "--fix v=1000: the interleaved schedule takes 2 to 13 chunks per stage here"),
+    (["--fix", "v=13,pp=4"], "--fix v=13: the interleaved schedule takes 2 to 6 chunks per stage here"),
     (["--fix", "v=2,schedule=gpipe"], "--fix v=2: model chunks per stage go with schedule=interleaved"),
     (["--fix", "recompute=block"], "--fix recompute=block: add it to --recompute (now none,selective,full)"),
     (["--network-slowdown", ""], "--network-slowdown: '' is not a factor between 1 and 1e6"),
@@ -1151,3 +1152,23 @@ def test_interchangeable_groups_with_stage_replication_keep_the_top_plans(monkey
     every = PlanSearch(model, cluster, train)
     assert len(reduced.shapes) < len(every.shapes) / 2
     assert [v for v, _ in reduced.search().solutions] == [v for v, _ in every.search().solutions]
+
+
+def test_an_estimate_probes_under_the_search_s_bar_and_frees_it_after(monkeypatch):
+    """``search(estimate=...)`` runs Knuth's probes after its short search, and a top-K search prunes
+    them with its ranking's bar (``PlanSearch._bar``): the ranking is dropped only when the estimate
+    is done."""
+    from yewpy.operations.treesize import Sampler
+
+    cluster = load_cluster("dgx-a100-80g:4x8+dgx-v100-32g:4x8+dgx-h100-80g:2x8")
+    search = PlanSearch(load_model("mixtral-8x7b"), cluster, Training(512, 2048))
+    ranked: list = []
+    run = Sampler.run
+
+    def probing(self, *args, **kwargs):
+        ranked.append(search._ranking is not None)
+        return run(self, *args, **kwargs)
+
+    monkeypatch.setattr(Sampler, "run", probing)
+    result = search.search(estimate=0.2)
+    assert result.status == "time_limit" and ranked == [True] and search._ranking is None

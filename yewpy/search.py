@@ -72,15 +72,20 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
     node rate, probe the tree for the other half, and return that partial result with
     ``metrics["estimate"]`` (see :func:`estimate`; ``walltime``: the seconds the run may take).
     """
-    if estimate is not None:
-        return _estimate(problem, coordination, estimate, walltime, comm,
-                         dict(target=target, initial_bound=initial_bound, initial_solution=initial_solution,
-                              prune_level=prune_level, max_depth=max_depth, **coordination_params))
-    return _search(problem, coordination, target=target, initial_bound=initial_bound,
-                   initial_solution=initial_solution, prune_level=prune_level, max_depth=max_depth,
-                   time_limit=time_limit, node_limit=node_limit, comm=comm, checkpoint=checkpoint,
-                   checkpoint_every=checkpoint_every, resume=resume, progress=progress, profile=profile,
-                   progress_json=progress_json, **coordination_params)
+    try:
+        if estimate is not None:        # its probes after the short search still read the ranking's bar
+            return _estimate(problem, coordination, estimate, walltime, comm,
+                             dict(target=target, initial_bound=initial_bound,
+                                  initial_solution=initial_solution, prune_level=prune_level,
+                                  max_depth=max_depth, **coordination_params))
+        return _search(problem, coordination, target=target, initial_bound=initial_bound,
+                       initial_solution=initial_solution, prune_level=prune_level, max_depth=max_depth,
+                       time_limit=time_limit, node_limit=node_limit, comm=comm, checkpoint=checkpoint,
+                       checkpoint_every=checkpoint_every, resume=resume, progress=progress, profile=profile,
+                       progress_json=progress_json, **coordination_params)
+    finally:
+        if isinstance(problem, Ranked):  # the ranking holds the problem's bound key and tiebreak: a
+            problem._ranking = None      # cycle that would wait for the collector to free the problem
 
 
 def _search(problem: Any, coordination: Any, *, target: Any, initial_bound: Any, initial_solution: Any,
@@ -131,12 +136,8 @@ def _search(problem: Any, coordination: Any, *, target: Any, initial_bound: Any,
                                               low_water=coord.low_water)
     else:
         transport = LocalTransport(session)
-    try:
-        return run_search(problem, core, coord, options, transport, session,
-                          (initial_bound, initial_solution), start)
-    finally:
-        if isinstance(problem, Ranked):  # the ranking holds the problem's bound key and tiebreak: a
-            problem._ranking = None      # cycle that would wait for the collector to free the problem
+    return run_search(problem, core, coord, options, transport, session, (initial_bound, initial_solution),
+                      start)
 
 
 def _prune_level(problem: Any, given: bool | None) -> bool:

@@ -7,7 +7,6 @@ and training settings); :class:`Shape` is what the stage tree below it refers to
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -186,25 +185,27 @@ def _ordered_product(options: list[list[tuple]], twins: list[tuple[int, int]], m
     for k in range(len(options) - 1, -1, -1):
         least[k] = least[k + 1] + min(option[0] for option in options[k])
     before = {j: i for i, j in twins}
-    picked: list[int] = []
-    chosen: list[tuple] = []
-
-    def walk(k: int, used: int) -> Iterator[tuple]:
+    picked: list[int] = []  # the option taken at each position so far
+    used = 0
+    at = 0  # the next option to try at position len(picked)
+    while True:
+        k = len(picked)
         if k == len(options):
-            yield tuple(chosen)
-            return
-        last = picked[before[k]] if k in before else len(options[k]) - 1
-        for at in range(last + 1):
-            option = options[k][at]
-            if used + option[0] + least[k + 1] > most:
+            yield tuple(options[i][a] for i, a in enumerate(picked))
+        else:
+            last = picked[before[k]] if k in before else len(options[k]) - 1
+            while at <= last and used + options[k][at][0] + least[k + 1] > most:
+                at += 1
+            if at <= last:
+                picked.append(at)
+                used += options[k][at][0]
+                at = 0
                 continue
-            picked.append(at)
-            chosen.append(option)
-            yield from walk(k + 1, used + option[0])
-            picked.pop()
-            chosen.pop()
-
-    return walk(0, 0)
+        if not picked:
+            return
+        at = picked.pop()  # back up: the next option at the position left
+        used -= options[len(picked)][at][0]
+        at += 1
 
 
 def _product(lists: list) -> list:
@@ -253,8 +254,8 @@ class Shapes:
             # interchangeable groups in the subset: a plan whose stages sit 1 + 2 on two of them has
             # an equal one at 2 + 1 (the search orders stages across parts freely), so their stage
             # counts are taken non-increasing
-            twins = [(i, j) for members in interchangeable for i, j in itertools.pairwise(
-                [subset.index(g) for g in members if g in subset])]
+            at = [[subset.index(g) for g in members if g in subset] for members in interchangeable]
+            twins = [(i, j) for places in at for i, j in zip(places, places[1:])]
             for combo in _product(choices):
                 p = sum(c[0] for c in combo)
                 if p > self.n or fix.get("pp", p) != p or any(combo[i][0] < combo[j][0] for i, j in twins):

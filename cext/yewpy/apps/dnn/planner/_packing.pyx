@@ -92,6 +92,8 @@ cdef class PackedPart:
         cdef double* scratch
         if times.shape[0] != n:
             raise ValueError("every part's block times must be as long as ref")
+        if lo < 0:
+            raise ValueError("lo must be >= 0")
         self.every = m
         self.kept = 0
         self.sums = <double*> malloc((2 * m + 1) * sizeof(double))
@@ -130,7 +132,8 @@ def packed_floor(list parts, list counts, double start) -> float:
     cdef long* weight
     if n_parts == 0:
         raise ValueError("the packing floor needs a part")
-    if (<PackedPart> parts[0]).every == 0:
+    part = <PackedPart?> parts[0]  # anything else, None included, is a TypeError
+    if part.every == 0:
         return start
     data = <const double**> malloc(n_parts * sizeof(double*))
     length = <Py_ssize_t*> malloc(n_parts * sizeof(Py_ssize_t))
@@ -141,7 +144,7 @@ def packed_floor(list parts, list counts, double start) -> float:
         raise MemoryError()
     try:
         for i in range(n_parts):
-            part = parts[i]
+            part = <PackedPart?> parts[i]
             if part.every != (<PackedPart> parts[0]).every or part.kept != (<PackedPart> parts[0]).kept:
                 raise ValueError("every part must be packed from one lo and one part 0")
             data[i] = part.sums
