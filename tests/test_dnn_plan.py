@@ -1156,8 +1156,8 @@ def test_interchangeable_groups_with_stage_replication_keep_the_top_plans(monkey
 
 def test_an_estimate_probes_under_the_search_s_bar_and_frees_it_after(monkeypatch):
     """``search(estimate=...)`` runs Knuth's probes after its short search, and a top-K search prunes
-    them with its ranking's bar (``PlanSearch._bar``): the ranking is dropped only when the estimate
-    is done."""
+    them with its ranking's bar (``PlanSearch._bar``): the ranking is released only when the
+    estimate is done."""
     from yewpy.operations.treesize import Sampler
 
     cluster = load_cluster("dgx-a100-80g:4x8+dgx-v100-32g:4x8+dgx-h100-80g:2x8")
@@ -1171,4 +1171,4 @@ def test_an_estimate_probes_under_the_search_s_bar_and_frees_it_after(monkeypatc
 
     monkeypatch.setattr(Sampler, "run", probing)
     result = search.search(estimate=0.2)
-    assert result.status == "time_limit" and ranked == [True] and search._ranking is None
+    assert result.status == "time_limit" and ranked == [True] and search._ranking.key is None

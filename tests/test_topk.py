@@ -67,14 +67,15 @@ def test_initial_bound_keeps_what_reaches_it():
 
 
 def test_a_finished_search_is_freed_without_the_cyclic_collector():
-    """The ranking, which holds the search's bound ``key`` and ``tiebreak``, is dropped when the search
-    ends: the search is then freed as soon as the caller lets it go, not at a later full collection
-    (the DNN planner's caches are millions of objects)."""
+    """The ranking, which holds the search's bound ``key`` and ``tiebreak``, is released when the
+    search ends (its bar stays readable): the search is then freed as soon as the caller lets it go,
+    not at a later full collection (the DNN planner's caches are millions of objects)."""
     was = gc.isenabled()
     gc.disable()
     try:
         walks = Walks(seed=3, k=2, keyed=True, ties=True)
-        assert walks.search().solutions
+        result = walks.search()
+        assert result.solutions and walks.threshold == math.nextafter(result.solutions[-1][0], -math.inf)
         gone = weakref.ref(walks)
         del walks
         assert gone() is None

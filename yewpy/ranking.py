@@ -19,9 +19,8 @@ from yewpy.errors import UsageError
 
 class Ranked:
     """A search whose solutions are ranked (``yewpy.TopK``): ``search()`` puts a fresh ranking of
-    its ``ranking()`` in the engine, and ``self._ranking`` points to it while it searches (only then:
-    the ranking holds the search's bound ``key`` and ``tiebreak``, and a search that kept it would be
-    freed only by the cyclic garbage collector)."""
+    its ``ranking()`` in the engine, and ``self._ranking`` points to it (after the search, released:
+    ``Ranking.release``)."""
 
     _ranking: Ranking | None = None
 
@@ -110,6 +109,13 @@ class Ranking:
             self.bar = score
             return True
         return False
+
+    def release(self) -> None:
+        """Drop ``key`` and ``tiebreak`` once the search is over: they are the search's bound methods,
+        and a ranking the search keeps would otherwise tie the search (the DNN planner's: hundreds of
+        thousands of cache entries) into a cycle that only a full collection frees. The bar and the
+        solutions stay."""
+        self.key = self.tiebreak = None
 
     @property
     def threshold(self) -> float | None:

@@ -84,8 +84,8 @@ def search(problem: Any, coordination: Any = "seq", *, target: Any = None, initi
                        checkpoint_every=checkpoint_every, resume=resume, progress=progress, profile=profile,
                        progress_json=progress_json, **coordination_params)
     finally:
-        if isinstance(problem, Ranked):  # the ranking holds the problem's bound key and tiebreak: a
-            problem._ranking = None      # cycle that would wait for the collector to free the problem
+        if isinstance(problem, Ranked) and problem._ranking is not None:
+            problem._ranking.release()  # its key and tiebreak would keep the problem in a cycle
 
 
 def _search(problem: Any, coordination: Any, *, target: Any, initial_bound: Any, initial_solution: Any,
