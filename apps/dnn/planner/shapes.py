@@ -183,7 +183,7 @@ def _ordered_product(options: list[list[tuple]], twins: list[tuple[int, int]], m
     of which some thousands pass."""
     least = [0] * (len(options) + 1)  # the fewest stages positions k.. can take
     for k in range(len(options) - 1, -1, -1):
-        least[k] = least[k + 1] + min(option[0] for option in options[k])
+        least[k] = least[k + 1] + min((option[0] for option in options[k]), default=0)
     before = {j: i for i, j in twins}
     picked: list[int] = []  # the option taken at each position so far
     used = 0
@@ -253,12 +253,12 @@ class Shapes:
             ]
             # interchangeable groups in the subset: a plan whose stages sit 1 + 2 on two of them has
             # an equal one at 2 + 1 (the search orders stages across parts freely), so their stage
-            # counts are taken non-increasing
+            # counts are taken non-increasing (their choices are alike, by stage count ascending)
             at = [[subset.index(g) for g in members if g in subset] for members in interchangeable]
             twins = [(i, j) for places in at for i, j in zip(places, places[1:])]
-            for combo in _product(choices):
+            for combo in _ordered_product(choices, twins, self.n):
                 p = sum(c[0] for c in combo)
-                if p > self.n or fix.get("pp", p) != p or any(combo[i][0] < combo[j][0] for i, j in twins):
+                if fix.get("pp", p) != p:
                     continue
                 widths = [c[1] for c in combo]
                 room = math.gcd(*widths)  # ranks per stage and group that d, cp and t share
@@ -347,17 +347,17 @@ class Shapes:
         evens: dict[frozenset, list[int]] = {}  # widths -> their micro-batch sizes (most combos repeat them)
         # each group's patterns as (its stages, its widths, its slices), read once, not per combo
         patterns = [[(sum(s for s, _ in pattern), frozenset(w for _, w in pattern),
-                      tuple((g, s, w) for s, w in pattern), k)
-                     for k, pattern in enumerate(self._splits(groups[g].gpus, groups[g].gpus_per_node))]
+                      tuple((g, s, w) for s, w in pattern))
+                     for pattern in self._splits(groups[g].gpus, groups[g].gpus_per_node)]
                     for g in subset]
         for combo in _ordered_product(patterns, twins, self.n):
-            p = sum(stages for stages, _, _, _ in combo)
+            p = sum(stages for stages, _, _ in combo)
             if fix.get("pp", p) != p:
                 continue
-            widths = frozenset().union(*(w for _, w, _, _ in combo))
+            widths = frozenset().union(*(w for _, w, _ in combo))
             if len(widths) < 2:
                 continue
-            slices = [piece for _, _, pieces, _ in combo for piece in pieces]
+            slices = [piece for _, _, pieces in combo for piece in pieces]
             # a part of width w splits each micro-batch of d x b samples evenly over its w / t replicas
             # (``Shape.part_b``), d = max(widths) / t: w divides b x max(widths), whatever t
             wide = max(widths)
