@@ -40,7 +40,7 @@ from yewpy.apps.dnn.planner import (
 from yewpy.apps.dnn.planner.adagrouper import ada_grouper, read_trace
 from yewpy.apps.dnn.planner.launch import LAUNCHERS, launch_lines, megatron_model_refusal, restrict
 from yewpy.apps.dnn.published import TP_COMM_OVERLAP, runs, summary
-from yewpy.apps.input_numbers import ascii_digits, parse_float
+from yewpy.apps.input_numbers import ascii_digits, check_range, parse_float
 from yewpy.errors import UsageError
 from yewpy.result import STOPPED, Result
 
@@ -208,14 +208,11 @@ def check_ranges(args: argparse.Namespace) -> None:
             ("--tp-overlap", args.tp_overlap, 0.0, 1.0, False),
             ("--grad-bytes", args.grad_bytes, 0.0, 64.0, False),
             ("--optimizer-bytes", args.optimizer_bytes, 0.0, 64.0, False)):
-        if not (math.isfinite(value) and (value > low if open_low else value >= low) and value <= high):
-            side = "(" if open_low else "["
-            raise UsageError(f"{flag} must be in {side}{low:g}, {high:g}], got {value}")
+        check_range(flag, value, low, high, open_low=open_low)
     for flag, value, high in (("--global-batch", args.global_batch, MAX_GLOBAL_BATCH),
                               ("--seq", args.seq, MAX_SEQ), ("--max-tp", args.max_tp, MAX_DEGREE),
                               ("--max-cp", args.max_cp, MAX_DEGREE), ("--top", args.top, MAX_TOP)):
-        if value is not None and not 1 <= value <= high:
-            raise UsageError(f"{flag} must be an integer in [1, {high:,}], got {value}")
+        check_range(flag, value, 1, high, integer=True)
 
 
 def training_from_args(args: argparse.Namespace, model: Model, cluster: Cluster) -> Training:

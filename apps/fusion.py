@@ -8,12 +8,12 @@ Variants: ``--streams S``, ``--max-buckets K``, ``--cap-mb M`` (bytes per fused 
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from typing import Any
 
 from yewpy.apps.dnn.fusion.profile import Profile, bert_large, gpt3, read_profile, resnet50, synthetic_network
 from yewpy.apps.dnn.fusion.search import MIB, Fusion, Plan
+from yewpy.apps.input_numbers import check_range
 from yewpy.errors import UsageError
 from yewpy.result import Result
 
@@ -53,15 +53,13 @@ def check_options(args: argparse.Namespace) -> None:
     for flag, value, low, high in (("--bucket-mb", args.bucket_mb, 1 / MIB, MAX_MB),
                                    ("--cap-mb", args.cap_mb, 0.0, MAX_MB),
                                    ("--efficiency", args.efficiency, 1e-3, 1.0)):
-        if value is not None and not (math.isfinite(value) and low <= value <= high):
-            raise UsageError(f"{flag} must be in [{low:g}, {high:g}], got {value}")
+        check_range(flag, value, low, high)
     if 0 < args.cap_mb < 1 / MIB:
         raise UsageError(f"--cap-mb must be 0 (no cap) or at least one byte ({1 / MIB:g}), got {args.cap_mb}")
     for flag, value, low, high in (("--max-buckets", args.max_buckets, 0, MAX_BUCKETS),
                                    ("--batch", args.batch, 1, MAX_BATCH), ("--seq", args.seq, 1, MAX_BATCH),
                                    ("--grad-bytes", args.grad_bytes, 1, 64)):
-        if value is not None and not low <= value <= high:
-            raise UsageError(f"{flag} must be an integer in [{low}, {high:,}], got {value}")
+        check_range(flag, value, low, high, integer=True)
     unused = [flag for flag, value, applies in (
         ("--grad-bytes", args.grad_bytes, args.model), ("--efficiency", args.efficiency, args.model),
         ("--batch", args.batch, not args.profile_json),

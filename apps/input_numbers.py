@@ -7,7 +7,9 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["ascii_digits", "parse_float", "parse_int"]
+from yewpy.errors import UsageError
+
+__all__ = ["ascii_digits", "check_range", "parse_float", "parse_int"]
 
 _INT = re.compile(r"[-+]?[0-9]+\Z")
 _FLOAT = re.compile(r"[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\Z")
@@ -34,3 +36,17 @@ def parse_float(word: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"not a finite number: {word!r}")
     return value
+
+
+def check_range(flag: str, value: float | None, low: float, high: float, integer: bool = False,
+                open_low: bool = False) -> None:
+    """A ``UsageError`` naming ``flag`` unless ``value`` (None: not given) is in [low, high], or
+    (low, high] with ``open_low``, and finite: an option out of range is an error, never silently
+    another value."""
+    if value is None:
+        return
+    if integer:
+        if not low <= value <= high:
+            raise UsageError(f"{flag} must be an integer in [{low}, {high:,}], got {value}")
+    elif not (math.isfinite(value) and (value > low if open_low else value >= low) and value <= high):
+        raise UsageError(f"{flag} must be in {'(' if open_low else '['}{low:g}, {high:g}], got {value}")
