@@ -1,6 +1,7 @@
 """How numbers in input files are read: plain ASCII decimal only, as C's readers and the file
 formats' own tools read them.  Python's ``int``/``float`` also take ``1_000``, ``٣`` and
-``0x10``-like spellings that would silently give a different problem than the file's author meant."""
+``0x10``-like spellings that would silently give a different problem than the file's author meant.
+``check_range`` holds a command-line option's number to what it means, the same way."""
 
 from __future__ import annotations
 
