@@ -531,10 +531,7 @@ def _stage_time(stage: dict) -> str:
 def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     start = time.perf_counter()
     if args.validate:
-        ignored = [flag for flag, key in (("--estimate", "estimate"), ("--time-limit", "time_limit"),
-                                          ("--node-limit", "node_limit"), ("--checkpoint", "checkpoint"),
-                                          ("--resume", "resume"), ("--better-than", "initial_bound"),
-                                          ("--profile", "profile")) if key in params]
+        ignored = _flags_validate_ignores(args, params)
         if ignored:
             raise UsageError(f"--validate plans each published run whole; it does not take {ignored[0]}")
         return validate(start)
@@ -605,6 +602,26 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
     result.seconds = x["seconds"] = time.perf_counter() - start
     result.timed = "planning: inputs, search, sensitivity, launch arguments"
     return result, lines
+
+
+_SEARCH_FLAGS = (("--estimate", "estimate"), ("--time-limit", "time_limit"), ("--node-limit", "node_limit"),
+                 ("--checkpoint", "checkpoint"), ("--resume", "resume"), ("--better-than", "initial_bound"),
+                 ("--profile", "profile"))
+
+
+def _flags_validate_ignores(args: argparse.Namespace, params: dict) -> list[str]:
+    """The flags given with ``--validate`` that it would ignore: each published run pins its own model,
+    cluster, batch and cost-model constants, and is planned on one rank by the sequential search."""
+    probe = argparse.ArgumentParser(add_help=False)
+    configure(probe)
+    defaults = vars(probe.parse_args([]))
+    ignored = [f"--{dest.replace('_', '-')}" for dest, default in defaults.items()
+               if dest != "validate" and getattr(args, dest) != default]
+    ignored += [flag for flag, key in _SEARCH_FLAGS if key in params]
+    coordination = set(params) - {"coordination", "progress", "progress_json", *dict(_SEARCH_FLAGS).values()}
+    if params.get("coordination", "seq") != "seq" or coordination:
+        ignored.append("--skeleton or its options")
+    return ignored
 
 
 def validate(start: float) -> tuple[Result, list[str]]:

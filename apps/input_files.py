@@ -1,14 +1,17 @@
 """Reading a user's input file as text, or one ``InputError`` line that says why not.
 
 Every app's reader goes through :func:`read_text` (maxclique's, which streams, through
-:func:`check_regular`), so a device such as ``/dev/zero`` is refused rather than read until memory
-runs out, and a pipe is read up to a bound.
+:func:`open_text`), so a device such as ``/dev/zero`` is refused rather than read until memory runs
+out, and a pipe or a compressed file is read up to a bound.
 """
 
 from __future__ import annotations
 
+import gzip
+import io
 import os
 import stat
+from typing import TextIO
 
 from yewpy.errors import InputError
 
@@ -40,3 +43,35 @@ def read_text(path: str, encoding: str | None = "utf-8") -> str:
     if len(text) > MAX_INPUT_BYTES:
         raise InputError(path, None, f"cannot read: more than {MAX_INPUT_BYTES:,} characters")
     return text
+
+
+class _Capped(io.RawIOBase):
+    """A binary stream that refuses to give more than ``MAX_INPUT_BYTES`` bytes."""
+
+    def __init__(self, stream: io.RawIOBase | gzip.GzipFile, path: str) -> None:
+        super().__init__()
+        self.stream, self.path, self.given = stream, path, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # noqa: ANN001 (a writable buffer)
+        count = self.stream.readinto(buffer)
+        self.given += count
+        if self.given > MAX_INPUT_BYTES:
+            how = " once decompressed" if isinstance(self.stream, gzip.GzipFile) else ""
+            raise InputError(self.path, None, f"cannot read: more than {MAX_INPUT_BYTES:,} bytes{how}")
+        return count
+
+    def close(self) -> None:
+        self.stream.close()
+        super().close()
+
+
+def open_text(path: str) -> TextIO:
+    """``path`` (``check_regular``) opened to stream its text, decompressed when it ends in ``.gz``,
+    and refused with an ``InputError`` past ``MAX_INPUT_BYTES`` bytes: a few kilobytes of ``.gz`` can
+    decompress to terabytes. Undecodable bytes are kept as surrogates for the reader to name."""
+    check_regular(path)
+    raw = gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb", buffering=0)
+    return io.TextIOWrapper(io.BufferedReader(_Capped(raw, path)), encoding="utf-8", errors="surrogateescape")

@@ -11,13 +11,12 @@ False
 from __future__ import annotations
 
 import argparse
-import gzip
 import zlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from yewpy.apps._maxclique import MaxCliqueCore
-from yewpy.apps.input_files import check_regular
+from yewpy.apps.input_files import open_text
 from yewpy.apps.input_numbers import ascii_digits
 from yewpy.errors import InputError, UsageError
 from yewpy.result import Result
@@ -32,13 +31,11 @@ def read_dimacs(path: str) -> tuple[int, list[tuple[int, int]]]:
     """A DIMACS ``.clq`` (or ``.clq.gz``) graph: vertex count and 0-based edges.  The 'p' line's
     edge count must match the file (its 'e' lines, or its distinct edges), so a file cut short is
     refused rather than solved as another graph."""
-    check_regular(path)
-    opener = gzip.open if str(path).endswith(".gz") else open
     n = None
     edges = []
     lines = 0                                   # 'e' lines, self-loops and repeats included
     try:
-        with opener(path, "rt", encoding="utf-8", errors="surrogateescape") as f:
+        with open_text(path) as f:
             for lineno, line in enumerate(f, 1):
                 words = line.split()
                 if not words or words[0] == "c":

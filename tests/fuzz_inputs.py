@@ -1118,6 +1118,8 @@ def oracle_cluster_file(data: bytes) -> list[tuple[int, int, float]]:
             if value <= 0 and not key.endswith("latency_us"):
                 raise Invalid(f"{key} is not positive")
         gpus, memory = DNN_PRESETS.get(group.get("preset"), (None, None))
+        if gpus is not None and group.get("gpus_per_node", gpus) > gpus:
+            raise Invalid("more GPUs per node than the preset's node")
         groups.append((int(group.get("nodes", 1)), int(group.get("gpus_per_node", gpus)),
                        group.get("memory_gib", memory)))
         _cluster_size(groups)
@@ -1276,10 +1278,11 @@ def cluster_doc(rng: random.Random) -> dict:
             group = {"preset": rng.choice(sorted(DNN_PRESETS)), "nodes": rng.randint(1, 4)}
             extras = ["gpus_per_node", "memory_gib", "inter_gbps", "name", "bf16"]
             for key in rng.sample(extras, rng.randint(0, 2)):
-                group[key] = {"gpus_per_node": rng.randint(1, 8), "memory_gib": rng.choice([16, 40, 80.5]),
+                group[key] = {"gpus_per_node": rng.choice([1, 2, 4, 8, 16]),
+                              "memory_gib": rng.choice([16, 40, 80.5]),
                               "inter_gbps": 12.5, "name": "g"}.get(key, rng.random() < 0.5)
         else:
-            group = {"name": "custom", "nodes": rng.randint(1, 4), "gpus_per_node": rng.choice([1, 4, 8]),
+            group = {"name": "custom", "nodes": rng.randint(1, 4), "gpus_per_node": rng.choice([1, 4, 8, 16]),
                      "memory_gib": rng.choice([24, 32, 80]), "peak_tflops": rng.choice([125, 312.5]),
                      "hbm_gbps": 900, "intra_gbps": 150, "inter_gbps": 12.5,
                      "intra_latency_us": rng.choice([0, 5]), "inter_latency_us": 15}

@@ -1068,12 +1068,18 @@ def test_a_search_stopped_before_its_first_plan_says_so(flags, expected):
         assert "status = node_limit" in out.stdout.splitlines()
 
 
-@pytest.mark.parametrize("flag", [["--estimate", "1"], ["--node-limit", "5"], ["--time-limit", "1"]])
-def test_validate_refuses_the_search_options_it_would_ignore(flag):
+@pytest.mark.parametrize("flag", [["--estimate", "1"], ["--node-limit", "5"], ["--time-limit", "1"],
+                                  ["--model", "gpt3-175b"], ["--top", "5"], ["--seq", "4096"], ["--no-sp"],
+                                  ["--eta", "0.5"], ["--recompute", "full"], ["--fix", "tp=8"],
+                                  ["--skeleton", "stacksteal"]])
+def test_validate_refuses_the_options_it_would_ignore(flag):
+    """Each published run pins its own model, cluster, batch, constants and layout: a planning or
+    coordination flag beside ``--validate`` would be dropped without a word, so it is refused."""
     out = subprocess.run([*yewpy_cmd(), "dnn-plan", "--validate", *flag], capture_output=True, text=True,
                          timeout=120)
+    shown = "--skeleton or its options" if flag[0] == "--skeleton" else flag[0]
     assert (out.returncode, out.stderr) == (
-        2, f"yewpy: error: --validate plans each published run whole; it does not take {flag[0]}\n")
+        2, f"yewpy: error: --validate plans each published run whole; it does not take {shown}\n")
 
 
 @pytest.mark.parametrize("cluster", ["dgx-a100-80g:1x2+dgx-a100-80g:1x2+dgx-v100-16g:1x2",

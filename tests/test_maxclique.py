@@ -150,6 +150,27 @@ def test_a_corrupted_gzip_stream_is_an_input_error(tmp_path, instances):
             read_dimacs(str(bad))
 
 
+def test_a_gzip_bomb_is_refused_at_the_input_bound_not_read_to_the_end(tmp_path, monkeypatch):
+    """A few kilobytes of .gz can decompress to terabytes of edges (or one endless line): reading
+    stops at the input bound, 1 GiB, lowered here; under the real bound the same file is read."""
+    import gzip
+
+    import yewpy.apps.input_files as input_files
+
+    bomb = tmp_path / "bomb.clq.gz"
+    bomb.write_bytes(gzip.compress(b"p edge 3 100000\n" + b"e 1 2\n" * 100_000))
+    endless = tmp_path / "endless.clq.gz"
+    endless.write_bytes(gzip.compress(b"c " + b"x" * 200_000))
+    plain = tmp_path / "plain.clq"
+    plain.write_bytes(gzip.decompress(bomb.read_bytes()))
+    monkeypatch.setattr(input_files, "MAX_INPUT_BYTES", 60_000)
+    for path, how in ((bomb, " once decompressed"), (endless, " once decompressed"), (plain, "")):
+        with pytest.raises(InputError, match=f"^{path}: cannot read: more than 60,000 bytes{how}$"):
+            read_dimacs(str(path))
+    monkeypatch.undo()
+    assert read_dimacs(str(bomb))[0] == read_dimacs(str(plain))[0] == 3
+
+
 def test_memory_follows_the_edges_not_the_p_line(tmp_path):
     """16 bytes that claimed 100,000 vertices took 2 x 9.3 GiB; vertices without an edge are in
     no clique of two, so only the others are searched, with the same answers."""

@@ -232,6 +232,10 @@ def read_cluster(path: str) -> Cluster:
             if value <= 0 and key not in ("intra_latency_us", "inter_latency_us"):
                 raise InputError(path, obj.line, f"field {key!r} must be positive, got {value!r}")
             values[attr] = kind(value * scale) if kind is int else value * scale
+        if base is not None and values["gpus_per_node"] > base.gpus_per_node:   # as the spec string
+            raise InputError(path, obj.line, f"a {base.name} node has {base.gpus_per_node} GPUs, not "
+                                             f"{values['gpus_per_node']}: leave out 'preset' and give every "
+                                             "field to describe a bigger node")
         values["bf16"] = jsonfile.field(path, obj, "bf16", bool, base.bf16 if base else True, None)
         values["site"] = jsonfile.field(path, obj, "site", str, "", None)
         groups.append(DeviceGroup(**values))
