@@ -89,6 +89,19 @@ def test_bnb_equals_dp(p):
     assert plan.comm_ns <= min(b.comm_ns for b in f.baselines().values())
 
 
+@pytest.mark.parametrize("alpha, beta, backward", [(50_000, 10_000, 100), (5_000, 100_000, 1_000),
+                                                   (20_000, 100_000, 1_000)])
+def test_identical_tensors_keep_one_node_per_prefix_on_one_stream(alpha, beta, backward):
+    """5,000 identical small gradients: every bucketing of a prefix with the same bucket sizes ties,
+    and the bound could not cut them apart (1,486,766 nodes, 27 s). A child whose stream frees later
+    than the DP's earliest for its prefix is skipped, so about one node per prefix is left."""
+    p = profile([(4096, backward)] * 5000, alpha, beta)
+    f = Fusion(p)
+    result = f.search()
+    assert result.status == "optimal" and result.objective == f.dp().comm_ns
+    assert result.nodes <= len(p.tensors) + 1
+
+
 @settings(max_examples=150, deadline=None)
 @given(profiles(8))
 def test_dp_and_bnb_equal_brute_force(p):

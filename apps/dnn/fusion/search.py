@@ -132,13 +132,14 @@ class Fusion:
         if self.streams != 1 or not plan.feasible:
             return plan
         best, changed = plan, True
-        while changed:
-            changed = False
-            for i in range(len(best.ends) - 1):
+        while changed:                              # passes: a merge may let an earlier one pass
+            changed, i = False, 0
+            while i < len(best.ends) - 1:
                 trial = self.evaluate(best.ends[:i] + best.ends[i + 1:])
                 if trial.feasible and trial.comm_ns <= best.comm_ns:
-                    best, changed = trial, True
-                    break
+                    best, changed = trial, True     # stay at i: the bucket may take the next one too
+                else:
+                    i += 1
         return best
 
     def baselines(self, bucket_mb: float = 25.0) -> dict[str, Plan]:

@@ -143,7 +143,7 @@ def dp(nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int max_bucket
     cdef int64_t* e = <int64_t*>malloc((layers + 1) * (n + 1) * sizeof(int64_t))
     cdef int32_t* arg = <int32_t*>malloc((layers + 1) * (n + 1) * sizeof(int32_t))
     cdef int k, j, i, w = n + 1, best_k
-    cdef int64_t v, best
+    cdef int64_t v, best, c
     if not (e and arg):
         raise MemoryError()
     try:
@@ -157,10 +157,13 @@ def dp(nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int max_bucket
                     for i in range(j - 1, -1, -1):
                         if not inst.fits(i, j):
                             break
+                        c = inst.cost(i, j)
+                        if inst.ready[j - 1] + c >= e[k * w + j]:
+                            break                   # an earlier start only costs more
                         v = e[(k - 1) * w + i] if counted else e[k * w + i] if i else 0
                         if v >= big:
                             continue
-                        v = _max(inst.ready[j - 1], v) + inst.cost(i, j)
+                        v = _max(inst.ready[j - 1], v) + c
                         if v < e[k * w + j]:
                             e[k * w + j] = v
                             arg[k * w + j] = i
@@ -197,6 +200,9 @@ cdef class FusionCore(OptimisationCore):
     since the buckets holding tensors k.. start after r_k, on streams free at e_l, and cost >= P_k.
     A per-worker memo skips a child whose state (prefix, buckets used, free times) is dominated by one
     generated before; that is sound because the dominating node is searched or bounded out.
+    On one stream without a bucket-count cap, a child whose stream frees later than the earliest
+    any bucketing of its prefix can (``first_free``, the DP's table) is skipped too: every completion
+    of it completes that bucketing no sooner. The tree then keeps about one node per prefix.
     """
     cdef _Instance inst
     cdef readonly int n, streams, max_buckets
@@ -204,6 +210,7 @@ cdef class FusionCore(OptimisationCore):
     cdef int64_t* pmin          # n + 1: P_k, the least total cost of buckets covering tensors k..
     cdef int32_t* cheap         # n: the end of the first bucket of a least-cost bucketing of k..
     cdef int64_t* tail          # n + 2: max_{k' >= k} S * r_k' + P_k'
+    cdef int64_t* first_free    # n + 1 (one stream, no count cap; else NULL): E(j) of dp()
     cdef int64_t last_end, last_cost
     cdef int32_t* ends          # per frame: n bucket ends
     cdef uint8_t* ranks         # per frame: n stream ranks
@@ -241,10 +248,10 @@ cdef class FusionCore(OptimisationCore):
         if not (self.minb and self.pmin and self.cheap and self.tail and self.memo_u and self.memo_v and self.memo_fill):
             raise MemoryError()
         self.minb[n] = 0
+        i = n
         for k in range(n - 1, -1, -1):              # the longest first bucket is never worse
-            i = k + 1
-            while i < n and self.inst.fits(k, i + 1):
-                i += 1
+            while i > k + 1 and not self.inst.fits(k, i):
+                i -= 1                              # its end never moves out as k falls
             self.minb[k] = 1 + self.minb[i]
         self._least_costs()
         self.tail[n] = self.tail[n + 1] = -(1 << 62)
@@ -254,6 +261,11 @@ cdef class FusionCore(OptimisationCore):
         self.last_end = self.inst.ready[n - 1] + self.last_cost if n else 0
         for k in range(n + 1):
             self.memo_fill[k] = 0
+        if streams == 1 and not self.max_buckets:
+            self.first_free = <int64_t*>malloc((n + 1) * sizeof(int64_t))
+            if not self.first_free:
+                raise MemoryError()
+            self._first_free()
         self.has_bound = True
         self.sign = -1.0
 
@@ -263,10 +275,15 @@ cdef class FusionCore(OptimisationCore):
     cdef void _least_costs(self) noexcept nogil:
         """P_k = min over bucketings of tensors k.. (bytes cap respected, count cap relaxed) of the
         summed bucket costs; the scan over a first bucket [k, i) stops once its cost alone reaches the
-        best total, since costs grow with i and P_i >= 0."""
+        best total, since costs grow with i and P_i >= 0. Without gamma or a cap it is one bucket."""
         cdef int n = self.n, k, i
         cdef int64_t best, c
         self.pmin[n] = 0
+        if self.inst.gamma == 0 and self.inst.cap <= 0:   # one bucket: a split adds alpha, ceil is subadditive
+            for k in range(n - 1, -1, -1):
+                self.pmin[k] = self.inst.cost(k, n)
+                self.cheap[k] = n
+            return
         for k in range(n - 1, -1, -1):
             best = self.inst.cost(k, k + 1) + self.pmin[k + 1]
             self.cheap[k] = k + 1
@@ -281,7 +298,27 @@ cdef class FusionCore(OptimisationCore):
                 i += 1
             self.pmin[k] = best
 
+    cdef void _first_free(self) noexcept nogil:
+        """E(j): the earliest the one stream is free after some bucketing of tensors ..j (dp()'s
+        table without the count axis); the scan over a last bucket [i, j) stops once it cannot end
+        before the best, since its cost grows as i falls."""
+        cdef int n = self.n, i, j
+        cdef int64_t v, c
+        self.first_free[0] = 0
+        for j in range(1, n + 1):
+            self.first_free[j] = 1 << 62
+            for i in range(j - 1, -1, -1):
+                if not self.inst.fits(i, j):
+                    break
+                c = self.inst.cost(i, j)
+                if self.inst.ready[j - 1] + c >= self.first_free[j]:
+                    break
+                v = _max(self.inst.ready[j - 1], self.first_free[i]) + c
+                if v < self.first_free[j]:
+                    self.first_free[j] = v
+
     def __dealloc__(self):
+        free(self.first_free)
         free(self.minb)
         free(self.pmin)
         free(self.cheap)
@@ -412,7 +449,7 @@ cdef class FusionCore(OptimisationCore):
             self.opt[frame] += 1
             memcpy(w, v, s * sizeof(int64_t))
             _apply(w, s, l, r, self.inst.cost(j, c))
-            if self._dominated(c, d + 1, w):
+            if (self.first_free != NULL and w[0] > self.first_free[c]) or self._dominated(c, d + 1, w):
                 self.dominated += 1
                 continue
             memcpy(self.ends + dest * n, self.ends + frame * n, d * sizeof(int32_t))
