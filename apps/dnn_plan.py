@@ -606,7 +606,8 @@ def solve(args: argparse.Namespace, **params: Any) -> tuple[Result, list[str]]:
 
 _SEARCH_FLAGS = (("--estimate", "estimate"), ("--time-limit", "time_limit"), ("--node-limit", "node_limit"),
                  ("--checkpoint", "checkpoint"), ("--resume", "resume"), ("--better-than", "initial_bound"),
-                 ("--profile", "profile"))
+                 ("--profile", "profile"), ("--no-prune-level", "prune_level"),
+                 ("--checkpoint-every", "checkpoint_every"))
 
 
 def _flags_validate_ignores(args: argparse.Namespace, params: dict) -> list[str]:

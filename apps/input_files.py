@@ -15,7 +15,7 @@ from typing import TextIO
 
 from yewpy.errors import InputError
 
-MAX_INPUT_BYTES = 1 << 30  # characters: far above any instance or description the apps read
+MAX_INPUT_BYTES = 1 << 30  # characters read whole, bytes streamed: far above any input the apps read
 
 
 def check_regular(path: str) -> None:

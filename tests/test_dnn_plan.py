@@ -849,6 +849,26 @@ def test_numeric_options_out_of_range_are_one_line_errors(flags, message):
     assert "Traceback" not in out.stderr and out.stderr.count("\n") == 1
 
 
+def test_a_preset_json_group_keeps_the_presets_node_size(tmp_path):
+    """``{"preset": "dgx-a100-80g", "gpus_per_node": 64}`` was planned as a 64-GPU node with the
+    DGX's NVLink numbers, which the spec string ``dgx-a100-80g:2x64`` refuses; a node described
+    field by field may be any size."""
+    preset = tmp_path / "preset.json"
+    preset.write_text('{"groups": [\n{"preset": "dgx-a100-80g", "nodes": 2, "gpus_per_node": 64}]}\n')
+    args = ["dnn-plan", "--model", "llama3-70b", "--global-batch", "2048", "--quiet", "--cluster"]
+    out = subprocess.run([*yewpy_cmd(), *args, str(preset)], capture_output=True, text=True, timeout=120)
+    assert (out.returncode, out.stderr) == (
+        2, f"yewpy: error: {preset}:2: a dgx-a100-80g node has 8 GPUs, not 64: leave out 'preset' and give "
+           "every field to describe a bigger node\n")
+    node = {"name": "nvl", "nodes": 1, "gpus_per_node": 64, "memory_gib": 80, "peak_tflops": 312,
+            "hbm_gbps": 2000, "intra_gbps": 300, "inter_gbps": 25, "intra_latency_us": 5,
+            "inter_latency_us": 15}
+    custom = tmp_path / "custom.json"
+    custom.write_text(json.dumps({"groups": [node]}))
+    out = subprocess.run([*yewpy_cmd(), *args, str(custom)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "on nvl:1x64" in out.stdout, out.stderr
+
+
 @pytest.mark.parametrize("fix, message", [
     ("", "needs at least 91.5 GiB per GPU for its weights, gradients and optimizer state"),
     ("dp=3", "no tp x pp x dp layout using every GPU of a group of dgx-a100-80g:4x8 (98 blocks"),
@@ -1071,7 +1091,8 @@ def test_a_search_stopped_before_its_first_plan_says_so(flags, expected):
 @pytest.mark.parametrize("flag", [["--estimate", "1"], ["--node-limit", "5"], ["--time-limit", "1"],
                                   ["--model", "gpt3-175b"], ["--top", "5"], ["--seq", "4096"], ["--no-sp"],
                                   ["--eta", "0.5"], ["--recompute", "full"], ["--fix", "tp=8"],
-                                  ["--skeleton", "stacksteal"]])
+                                  ["--skeleton", "stacksteal"], ["--no-prune-level"],
+                                  ["--checkpoint-every", "5"]])
 def test_validate_refuses_the_options_it_would_ignore(flag):
     """Each published run pins its own model, cluster, batch, constants and layout: a planning or
     coordination flag beside ``--validate`` would be dropped without a word, so it is refused."""
