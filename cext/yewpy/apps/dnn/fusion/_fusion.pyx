@@ -27,6 +27,7 @@ cdef enum:
 MEMO_SLOTS = SLOTS
 
 cdef int64_t FS = 1_000_000
+cdef int64_t BIG = 1 << 62       # no bucketing yet
 cdef double INF = float("inf")
 
 
@@ -127,6 +128,30 @@ def replay(nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int stream
     return max(free_at), out
 
 
+cdef void _free_times(_Instance inst, const int64_t* before, int64_t* row, int32_t* arg) noexcept nogil:
+    """One stream: row[j] = min over a last bucket [i, j) of max(r_{j-1}, before[i]) + cost(i, j),
+    where that beats row[j] (arg[j] = that i, unless arg is NULL); ``before`` may be ``row`` itself.
+    The scan over i stops once the bucket alone cannot end before the best, as its cost grows as i
+    falls."""
+    cdef int n = inst.n, i, j
+    cdef int64_t v, c
+    for j in range(1, n + 1):
+        for i in range(j - 1, -1, -1):
+            if not inst.fits(i, j):
+                break
+            c = inst.cost(i, j)
+            if inst.ready[j - 1] + c >= row[j]:
+                break
+            v = before[i]
+            if v >= BIG:
+                continue
+            v = _max(inst.ready[j - 1], v) + c
+            if v < row[j]:
+                row[j] = v
+                if arg != NULL:
+                    arg[j] = i
+
+
 def dp(nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int max_buckets=0, int64_t cap=0):
     """The optimal single-stream bucketing: ``(makespan_ns, ends)``; ``max_buckets`` and ``cap``
     (bytes per fused bucket) are optional constraints (0: none).
@@ -139,39 +164,27 @@ def dp(nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int max_bucket
     cdef bint counted = 0 < max_buckets < n
     if n == 0:
         return 0, []
-    cdef int64_t big = 1 << 62
     cdef int64_t* e = <int64_t*>malloc((layers + 1) * (n + 1) * sizeof(int64_t))
     cdef int32_t* arg = <int32_t*>malloc((layers + 1) * (n + 1) * sizeof(int32_t))
-    cdef int k, j, i, w = n + 1, best_k
-    cdef int64_t v, best, c
+    cdef int k, j, w = n + 1, best_k
+    cdef int64_t best
     if not (e and arg):
         raise MemoryError()
     try:
         for k in range(layers + 1):
             for j in range(n + 1):
-                e[k * w + j] = big
+                e[k * w + j] = BIG
         e[0] = 0
+        if not counted:
+            e[w] = 0                                # the one layer reads its own row
         with nogil:
             for k in range(1, layers + 1):
-                for j in range(1, n + 1):
-                    for i in range(j - 1, -1, -1):
-                        if not inst.fits(i, j):
-                            break
-                        c = inst.cost(i, j)
-                        if inst.ready[j - 1] + c >= e[k * w + j]:
-                            break                   # an earlier start only costs more
-                        v = e[(k - 1) * w + i] if counted else e[k * w + i] if i else 0
-                        if v >= big:
-                            continue
-                        v = _max(inst.ready[j - 1], v) + c
-                        if v < e[k * w + j]:
-                            e[k * w + j] = v
-                            arg[k * w + j] = i
+                _free_times(inst, e + (k - 1) * w if counted else e + k * w, e + k * w, arg + k * w)
         best_k, best = 1, e[w + n]
         for k in range(2, layers + 1):
             if e[k * w + n] < best:
                 best_k, best = k, e[k * w + n]
-        if best >= big:
+        if best >= BIG:
             raise ValueError(f"no bucketing of {n} tensors into at most {max_buckets} buckets fits")
         ends = []
         j, k = n, best_k
@@ -300,22 +313,12 @@ cdef class FusionCore(OptimisationCore):
 
     cdef void _first_free(self) noexcept nogil:
         """E(j): the earliest the one stream is free after some bucketing of tensors ..j (dp()'s
-        table without the count axis); the scan over a last bucket [i, j) stops once it cannot end
-        before the best, since its cost grows as i falls."""
-        cdef int n = self.n, i, j
-        cdef int64_t v, c
+        table without the count axis)."""
+        cdef int j
         self.first_free[0] = 0
-        for j in range(1, n + 1):
-            self.first_free[j] = 1 << 62
-            for i in range(j - 1, -1, -1):
-                if not self.inst.fits(i, j):
-                    break
-                c = self.inst.cost(i, j)
-                if self.inst.ready[j - 1] + c >= self.first_free[j]:
-                    break
-                v = _max(self.inst.ready[j - 1], self.first_free[i]) + c
-                if v < self.first_free[j]:
-                    self.first_free[j] = v
+        for j in range(1, self.n + 1):
+            self.first_free[j] = BIG
+        _free_times(self.inst, self.first_free, self.first_free, NULL)
 
     def __dealloc__(self):
         free(self.first_free)
