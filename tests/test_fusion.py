@@ -102,6 +102,57 @@ def test_identical_tensors_keep_one_node_per_prefix_on_one_stream(alpha, beta, b
     assert result.nodes <= len(p.tensors) + 1
 
 
+def coarse_profiles(max_n: int):
+    """Few distinct sizes, zero-byte tensors and per-byte costs in whole ns: bucket costs tie and
+    ceil's remainders coincide often."""
+    row = st.tuples(st.sampled_from([0, 0, 1, 1000, 4096]), st.sampled_from([0, 10, 400]))
+    costs = st.sampled_from([0, 10**6, 3 * 10**6, 123_457])
+    return st.builds(profile, st.lists(row, min_size=1, max_size=max_n), st.sampled_from([0, 7, 300]),
+                     costs, costs)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(profiles(30), coarse_profiles(30)), st.integers(0, 12000))
+def test_least_costs_equal_a_scan_of_every_first_bucket(p, cap):
+    """P_k, found in O(n) with a sliding-window minimum, against the O(n^2) recurrence."""
+    n, fits = len(p.tensors), lambda a, b: not cap or b - a == 1 or sum(p.nbytes[a:b]) <= cap
+    least = [0] * (n + 1)
+    for k in range(n - 1, -1, -1):
+        least[k] = min(_cost(p, k, i) + least[i] for i in range(k + 1, n + 1) if fits(k, i))
+    core = Fusion(p, cap_bytes=cap).core()
+    assert [core.least_cost(k) for k in range(n + 1)] == least
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(profiles(30), coarse_profiles(30)), st.integers(0, 12000))
+def test_the_tight_lists_hold_every_end_a_child_can_keep(p, cap):
+    """On one stream the search tries after prefix j only the ends c with
+    max(E(j), r_{c-1}) + cost(j, c) <= E(c): every other child is skipped as later than E(c)."""
+    n, ready = len(p.tensors), p.ready_ns
+    fits = lambda a, b: not cap or b - a == 1 or sum(p.nbytes[a:b]) <= cap  # noqa: E731
+    earliest = [0] + [None] * n
+    for c in range(1, n + 1):
+        earliest[c] = min(max(earliest[j], ready[c - 1]) + _cost(p, j, c) for j in range(c) if fits(j, c))
+    core = Fusion(p, cap_bytes=cap).core()
+    for j in range(n):
+        assert core.tight_ends(j) == [c for c in range(j + 1, n + 1) if fits(j, c) and
+                                      max(earliest[j], ready[c - 1]) + _cost(p, j, c) <= earliest[c]]
+
+
+def test_a_large_varied_profile_keeps_one_node_per_prefix():
+    """20,000 gradients of mixed sizes with a copy cost (gamma), the all-reduces backed up behind
+    the backward pass: the tight lists are built, the search stays at one node per prefix and
+    equals the DP, and merging keeps the optimum."""
+    rows = [(4096 * (1 + k % 7), 1000 * (k % 5)) for k in range(20000)]
+    p = profile(rows, 50_000, 100_000, 1_000)
+    f = Fusion(p)
+    assert f.core().tight_ends(0)
+    result, optimum = f.search(), f.dp()
+    assert result.status == "optimal" and result.objective == optimum.comm_ns
+    assert result.nodes <= len(rows) + 1
+    assert f.merged(optimum).comm_ns == optimum.comm_ns
+
+
 @settings(max_examples=150, deadline=None)
 @given(profiles(8))
 def test_dp_and_bnb_equal_brute_force(p):

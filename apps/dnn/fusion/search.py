@@ -19,10 +19,11 @@ minimising core) that also handles several streams and equals the DP where both 
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from yewpy.apps.dnn.fusion._fusion import MAX_STREAMS, FusionCore, dp, replay
+from yewpy.apps.dnn.fusion._fusion import FS_PER_NS, MAX_STREAMS, FusionCore, dp, replay
 from yewpy.apps.dnn.fusion.balance import SUMS, balance_tail
 from yewpy.apps.dnn.fusion.profile import NS, Profile
 from yewpy.errors import UsageError
@@ -68,8 +69,9 @@ class Fusion:
         self.n = len(profile.tensors)
         self.ready = profile.ready_ns
         self._costs = (profile.alpha_ns, profile.beta_fs, profile.gamma_fs)
-        fewest = self.core().min_buckets(0)
-        if max_buckets and fewest > max_buckets:
+        self._prefix = [0, *itertools.accumulate(profile.nbytes)]
+        fewest = self.core().min_buckets(0) if max_buckets else 0
+        if fewest > max_buckets > 0:
             raise UsageError(f"the bytes cap needs at least {fewest} buckets, more than the cap of "
                              f"{max_buckets}")
 
@@ -131,16 +133,46 @@ class Fusion:
         costs nothing, and a user reads the plan with the fewest buckets more easily."""
         if self.streams != 1 or not plan.feasible:
             return plan
-        best, changed = plan, True
+        ends, finish = list(plan.ends), [end for _, end, _ in plan.schedule]
+        changed = True
         while changed:                              # passes: a merge may let an earlier one pass
             changed, i = False, 0
-            while i < len(best.ends) - 1:
-                trial = self.evaluate(best.ends[:i] + best.ends[i + 1:])
-                if trial.feasible and trial.comm_ns <= best.comm_ns:
-                    best, changed = trial, True     # stay at i: the bucket may take the next one too
+            while i < len(ends) - 1:
+                after = self._merge_finishes(ends, finish, i)
+                if after is not None:
+                    del ends[i]
+                    finish[i:i + 1 + len(after)] = after
+                    changed = True                  # stay at i: the bucket may take the next one too
                 else:
                     i += 1
+        best = self.evaluate(ends)
+        if best.comm_ns > plan.comm_ns:
+            raise RuntimeError("internal error: merging buckets delayed the last all-reduce")
         return best
+
+    def _merge_finishes(self, ends: list[int], finish: list[int], i: int) -> list[int] | None:
+        """If buckets i and i + 1 merged (the caps allowing), the new end times of the merged bucket
+        and the buckets after it up to the first whose end is unchanged; None when the last
+        all-reduce would end later. One stream: a bucket ends at max(the previous end, its last
+        gradient) + its cost, so once one end is unchanged every later one is too."""
+        start, end = ends[i - 1] if i else 0, ends[i + 1]
+        if self.cap_bytes and self._prefix[end] - self._prefix[start] > self.cap_bytes:
+            return None
+        t = max(finish[i - 1] if i else 0, self.ready[end - 1]) + self._cost(start, end)
+        out, m = [t], i + 1                         # bucket m (old numbering) ends where t's does
+        while t != finish[m]:
+            m += 1
+            if m == len(ends):
+                return out if t <= finish[-1] else None
+            t = max(t, self.ready[ends[m] - 1]) + self._cost(ends[m - 1], ends[m])
+            out.append(t)
+        return out
+
+    def _cost(self, i: int, j: int) -> int:
+        """The all-reduce of bucket [i, j) in ns, as the compiled core computes it."""
+        alpha, beta, gamma = self._costs
+        x = (beta + (gamma if j - i > 1 else 0)) * (self._prefix[j] - self._prefix[i])
+        return alpha + (-(-x // FS_PER_NS) if x > 0 else 0)
 
     def baselines(self, bucket_mb: float = 25.0) -> dict[str, Plan]:
         """No fusion, a single bucket, DDP 25 MB, Horovod's 64 MB and ``bucket_mb`` (when different)."""

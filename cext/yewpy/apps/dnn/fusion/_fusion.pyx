@@ -27,6 +27,7 @@ cdef enum:
 MEMO_SLOTS = SLOTS
 
 cdef int64_t FS = 1_000_000
+cdef int64_t WALK_LIMIT = 1 << 27    # steps FusionCore._tight_lists may take (about 0.2 s)
 cdef int64_t BIG = 1 << 62       # no bucketing yet
 cdef double INF = float("inf")
 
@@ -224,6 +225,8 @@ cdef class FusionCore(OptimisationCore):
     cdef int32_t* cheap         # n: the end of the first bucket of a least-cost bucketing of k..
     cdef int64_t* tail          # n + 2: max_{k' >= k} S * r_k' + P_k'
     cdef int64_t* first_free    # n + 1 (one stream, no count cap; else NULL): E(j) of dp()
+    cdef int32_t* tight_at      # n + 2, with first_free unless too many: tight_to[tight_at[j]:
+    cdef int32_t* tight_to      # tight_at[j + 1]] are the ends c that can follow prefix j (ascending)
     cdef int64_t last_end, last_cost
     cdef int32_t* ends          # per frame: n bucket ends
     cdef uint8_t* ranks         # per frame: n stream ranks
@@ -266,7 +269,11 @@ cdef class FusionCore(OptimisationCore):
             while i > k + 1 and not self.inst.fits(k, i):
                 i -= 1                              # its end never moves out as k falls
             self.minb[k] = 1 + self.minb[i]
-        self._least_costs()
+        cdef int32_t* window = <int32_t*>malloc((n + 2) * sizeof(int32_t))
+        if not window:
+            raise MemoryError()
+        self._least_costs(window)
+        free(window)
         self.tail[n] = self.tail[n + 1] = -(1 << 62)
         for k in range(n - 1, -1, -1):
             self.tail[k] = _max(self.tail[k + 1], streams * self.inst.ready[k] + self.pmin[k])
@@ -279,37 +286,58 @@ cdef class FusionCore(OptimisationCore):
             if not self.first_free:
                 raise MemoryError()
             self._first_free()
+            self._tight_lists()
         self.has_bound = True
         self.sign = -1.0
 
     def __reduce__(self):
         return (FusionCore, self._args)
 
-    cdef void _least_costs(self) noexcept nogil:
+    cdef void _least_costs(self, int32_t* window) noexcept nogil:
         """P_k = min over bucketings of tensors k.. (bytes cap respected, count cap relaxed) of the
-        summed bucket costs; the scan over a first bucket [k, i) stops once its cost alone reaches the
-        best total, since costs grow with i and P_i >= 0. Without gamma or a cap it is one bucket."""
-        cdef int n = self.n, k, i
-        cdef int64_t best, c
+        summed bucket costs, in O(n) with ``window`` (n + 2 entries) as scratch. A first bucket
+        [k, i) of several tensors and the rest cost alpha + P_i + ceil(c (B_i - B_k) / FS) =
+        alpha + ceil((FS P_i + c B_i - c B_k) / FS), c = beta + gamma, B the bytes before a tensor:
+        the best such i minimises FS P_i + c B_i over k + 2 <= i <= the last end that fits, a
+        window that only slides down as k falls, so a deque keeps its minimum. Without gamma or a
+        cap the least is one bucket (a split adds alpha, ceil is subadditive)."""
+        cdef int n = self.n, k, i, hi = n, left = n + 1, right = n
+        cdef int64_t best, c = self.inst.beta + self.inst.gamma, cb, m
         self.pmin[n] = 0
-        if self.inst.gamma == 0 and self.inst.cap <= 0:   # one bucket: a split adds alpha, ceil is subadditive
+        if self.inst.gamma == 0 and self.inst.cap <= 0:
             for k in range(n - 1, -1, -1):
                 self.pmin[k] = self.inst.cost(k, n)
                 self.cheap[k] = n
             return
         for k in range(n - 1, -1, -1):
+            if k + 2 <= n:                          # i = k + 2 joins; worse or equal later ends leave
+                i = k + 2
+                while left <= right and not self._fused_before(window[left], i, c):
+                    left += 1
+                left -= 1
+                window[left] = i
+            while hi > k + 1 and not self.inst.fits(k, hi):
+                hi -= 1
+            while left <= right and window[right] > hi:
+                right -= 1
             best = self.inst.cost(k, k + 1) + self.pmin[k + 1]
             self.cheap[k] = k + 1
-            i = k + 2
-            while i <= n and self.inst.fits(k, i):
-                c = self.inst.cost(k, i)
-                if c >= best:
-                    break
-                if c + self.pmin[i] < best:
-                    best = c + self.pmin[i]
+            if left <= right:
+                i = window[right]
+                cb = c * self.inst.prefix[k]
+                m = (self.inst.alpha + self.pmin[i] + c * self.inst.prefix[i] // FS - cb // FS
+                     + (1 if c * self.inst.prefix[i] % FS > cb % FS else 0))
+                if m < best:
+                    best = m
                     self.cheap[k] = i
-                i += 1
             self.pmin[k] = best
+
+    cdef inline bint _fused_before(self, int i, int other, int64_t c) noexcept nogil:
+        """FS P_i + c B_i < FS P_other + c B_other, compared as (P + c B // FS, c B % FS) so that
+        nothing overflows."""
+        cdef int64_t x = c * self.inst.prefix[i], y = c * self.inst.prefix[other]
+        cdef int64_t hx = self.pmin[i] + x // FS, hy = self.pmin[other] + y // FS
+        return hx < hy or (hx == hy and x % FS < y % FS)
 
     cdef void _first_free(self) noexcept nogil:
         """E(j): the earliest the one stream is free after some bucketing of tensors ..j (dp()'s
@@ -320,7 +348,69 @@ cdef class FusionCore(OptimisationCore):
             self.first_free[j] = BIG
         _free_times(self.inst, self.first_free, self.first_free, NULL)
 
+    cdef int _tight_lists(self) except -1:
+        """With ``first_free``: for each prefix j, the ends c whose bucket [j, c) can keep a child
+        (max(E(j), r_{c-1}) + cost(j, c) <= E(c): a child's stream frees no sooner than E(j), and
+        later than E(c) it is skipped). For each c those j form a range ending at c - 1 (the test
+        without E(j) only gets easier as j grows, as does the bytes cap), found by bisection and
+        then walked, as dp() walks them (a few ns a step). Walks over ``WALK_LIMIT`` steps in all
+        leave the lists unset: the search then tries every end, as with several streams."""
+        cdef int n = self.n, c, j, lo, hi, mid
+        cdef int64_t e, r, walked = 0
+        cdef int32_t* low = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+        cdef int32_t* at = <int32_t*>malloc((n + 2) * sizeof(int32_t))
+        cdef int32_t* to = NULL
+        if not (low and at):
+            free(low)
+            free(at)
+            raise MemoryError()
+        try:
+            for j in range(n + 2):
+                at[j] = 0
+            for c in range(1, n + 1):
+                e, r = self.first_free[c], self.inst.ready[c - 1]
+                lo, hi = 0, c - 1                   # the least j that passes; c - 1 always does
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if self.inst.fits(mid, c) and r + self.inst.cost(mid, c) <= e:
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                low[c] = lo
+                walked += c - lo
+                if walked > WALK_LIMIT:
+                    return 0
+                for j in range(lo, c):
+                    if _max(self.first_free[j], r) + self.inst.cost(j, c) <= e:
+                        at[j + 2] += 1
+            for j in range(2, n + 2):
+                at[j] += at[j - 1]
+            to = <int32_t*>malloc(max(at[n + 1], 1) * sizeof(int32_t))
+            if not to:
+                raise MemoryError()
+            for c in range(1, n + 1):               # ascending c within each j's list
+                e, r = self.first_free[c], self.inst.ready[c - 1]
+                for j in range(low[c], c):
+                    if _max(self.first_free[j], r) + self.inst.cost(j, c) <= e:
+                        to[at[j + 1]] = c
+                        at[j + 1] += 1
+            self.tight_at, self.tight_to, at, to = at, to, NULL, NULL
+        finally:
+            free(low)
+            free(at)
+            free(to)
+        return 0
+
+    def tight_ends(self, int j):
+        """The ends the search tries after prefix j on one stream without a count cap, or None when
+        it tries every end (for tests)."""
+        if self.tight_at == NULL:
+            return None
+        return [self.tight_to[k] for k in range(self.tight_at[j], self.tight_at[j + 1])]
+
     def __dealloc__(self):
+        free(self.tight_at)
+        free(self.tight_to)
         free(self.first_free)
         free(self.minb)
         free(self.pmin)
@@ -346,6 +436,10 @@ cdef class FusionCore(OptimisationCore):
     def min_buckets(self, int k=0):
         """The fewest buckets the memory cap allows for tensors k.. (for tests)."""
         return self.minb[k]
+
+    def least_cost(self, int k=0):
+        """P_k, the least summed cost of buckets covering tensors k.. (for tests)."""
+        return self.pmin[k]
 
     cdef int reserve(self, int frames) except -1:
         cdef int n = max(self.n, 1), s = self.streams
@@ -409,6 +503,8 @@ cdef class FusionCore(OptimisationCore):
         if j >= n:
             self.lo[frame], self.hi[frame], self.star[frame] = 1, 0, 0
             return 0
+        if self.tight_at != NULL:
+            return 0
         while hi < n and self.inst.fits(j, hi + 1):
             hi += 1
         if self.max_buckets:                        # the rest must still fit in the bucket cap
@@ -430,6 +526,8 @@ cdef class FusionCore(OptimisationCore):
         cdef int64_t r
         cdef int64_t* v = self.vec + frame * s
         cdef int64_t* w = self.vec + dest * s
+        if self.tight_at != NULL:
+            return self._next_tight(frame, dest, j)
         while True:
             g = self.gen[frame]
             if lo > hi or g > 2 * (hi - lo) + 1:
@@ -459,6 +557,28 @@ cdef class FusionCore(OptimisationCore):
             memcpy(self.ranks + dest * n, self.ranks + frame * n, d)
             self.ends[dest * n + d] = c
             self.ranks[dest * n + d] = l
+            self.depth[dest] = d + 1
+            return 1
+
+    cdef int _next_tight(self, int frame, int dest, int j) noexcept nogil:
+        """``next`` from prefix j's tight list, largest bucket first (one stream)."""
+        cdef int n = self.n, d = self.depth[frame], g, c
+        cdef int64_t* w = self.vec + dest
+        while True:
+            g = self.gen[frame]
+            if g >= self.tight_at[j + 1] - self.tight_at[j]:
+                return 0
+            self.gen[frame] = g + 1
+            c = self.tight_to[self.tight_at[j + 1] - 1 - g]
+            w[0] = self.vec[frame]
+            _apply(w, 1, 0, self.inst.ready[c - 1], self.inst.cost(j, c))
+            if w[0] > self.first_free[c] or self._dominated(c, d + 1, w):
+                self.dominated += 1
+                continue
+            memcpy(self.ends + dest * n, self.ends + frame * n, d * sizeof(int32_t))
+            self.ranks[dest * n + d] = 0
+            memcpy(self.ranks + dest * n, self.ranks + frame * n, d)
+            self.ends[dest * n + d] = c
             self.depth[dest] = d + 1
             return 1
 
