@@ -3,15 +3,25 @@
 ResNet-50 (161 tensors), BERT-large (391) and a GPT-3 175B layout (1,156 tensors: Megatron's 12 per
 layer + embeddings + final norm, one 8x8 V100 data-parallel group as in the synthetic profiles).
 Medians of ``--repeat`` interleaved runs, one core.  Usage: ``python benchmarks/bench_fusion.py``.
+
+``--large``: profiles of 20,000 and 100,000 tensors (JSON files, shapes in ``LARGE``), each planned
+end to end by ``yewpy fusion --profile-json`` processes, bnb and dp, with every variant: wall
+seconds, nodes and whether bnb equals the DP.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import random
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
-from yewpy.apps.dnn.fusion.profile import bert_large, gpt3, resnet50
+from yewpy.apps.dnn.fusion.profile import Profile, bert_large, gpt3, resnet50, write_profile
 from yewpy.apps.dnn.fusion.search import MIB, Fusion
 
 
@@ -25,7 +35,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--time-limit", type=float, default=20.0, help="per branch-and-bound run")
+    parser.add_argument("--large", action="store_true", help="20,000 and 100,000 tensors, end to end")
     args = parser.parse_args()
+    if args.large:
+        large(args.repeat, args.time_limit)
+        return
     cases = []
     for profile in (resnet50(), bert_large(), gpt3()):
         cases += [(profile, {}), (profile, {"max_buckets": 8}), (profile, {"cap_bytes": 64 * MIB}),
@@ -55,6 +69,60 @@ def main() -> None:
         gap = bnb_value / f.core().node_bound([]) - 1      # certified: the root bound is global
         print(f"| {profile.name} | {len(profile.tensors)} | {label} | {dp_s} | {bnb_s:.4f} "
               f"| {nodes} | {status} | {dominated} | {same} | {fixed:.3f}x | {none:.3f}x | {gap:.2e} |")
+
+
+def _sizes(rng: random.Random, n: int, shape: str) -> list[tuple[int, float]]:
+    """(bytes, backward seconds) of n tensors: ``same`` 4 KiB and 100 ns each; ``mixed`` 4-28 KiB and
+    0-4 us (the all-reduces back up); ``lognormal`` 1 KiB-64 MiB, backward in proportion to bytes at
+    2 GB/s (compute keeps up)."""
+    if shape == "same":
+        return [(4096, 1e-7)] * n
+    if shape == "mixed":
+        return [(4096 * (1 + k % 7), 1e-6 * (k % 5)) for k in range(n)]
+    rows = []
+    for _ in range(n):
+        b = int(min(64 * MIB, max(1024, rng.lognormvariate(11, 2.5))))
+        rows.append((b, b / 2e9))
+    return rows
+
+
+# shape, alpha s, beta s/B, gamma s/B (the synthetic profiles' gamma: read and write at 900 GB/s)
+LARGE = [("same", 50e-6, 1e-11, 0.0), ("mixed", 50e-6, 1e-10, 1e-12), ("lognormal", 20e-6, 1e-10, 2 / 900e9)]
+VARIANTS = [[], ["--cap-mb", "25"], ["--max-buckets", "64"], ["--streams", "2"]]
+
+
+def large(repeat: int, limit: float) -> None:
+    """Whole ``yewpy fusion`` processes on big profiles (see the module docstring)."""
+    yewpy = str(Path(sys.executable).parent / "yewpy")
+    print("| N | shape | variant | bnb s | bnb nodes | status | dp s | bnb = dp |")
+    print("|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in (20_000, 100_000):
+            for shape, alpha, beta, gamma in LARGE:
+                rows = _sizes(random.Random(n), n, shape)
+                path = Path(tmp) / f"{shape}-{n}.json"
+                path.write_text(write_profile(Profile.from_seconds(
+                    f"{shape}-{n}", [(f"t{k}", b, s) for k, (b, s) in enumerate(rows)], alpha, beta, gamma)))
+                for variant in VARIANTS:
+                    out = {}
+                    for method in ("bnb", "dp"):
+                        if method == "dp" and "--streams" in variant:
+                            continue
+                        times = []
+                        for _ in range(repeat):
+                            cmd = [yewpy, "fusion", "--profile-json", str(path), "--method", method, "--json",
+                                   "--time-limit", str(limit), *variant]
+                            t0 = time.perf_counter()
+                            done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 600)
+                            times.append(time.perf_counter() - t0)
+                            doc = json.loads(done.stdout)
+                        out[method] = (statistics.median(times), doc)
+                    bnb_s, bnb = out["bnb"]
+                    dp_s, dp = out.get("dp", (None, None))
+                    same = "n/a" if dp is None else "yes" if dp["objective"] == bnb["objective"] else "no"
+                    label, dp_text = " ".join(variant) or "base", "n/a" if dp_s is None else f"{dp_s:.2f}"
+                    print(f"| {n:,} | {shape} | {label} | {bnb_s:.2f} | {bnb['nodes']:,} | {bnb['status']} "
+                          f"| {dp_text} | {same} |", flush=True)
 
 
 if __name__ == "__main__":

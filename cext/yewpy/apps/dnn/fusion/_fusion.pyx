@@ -504,7 +504,7 @@ cdef class FusionCore(OptimisationCore):
             self.lo[frame], self.hi[frame], self.star[frame] = 1, 0, 0
             return 0
         if self.tight_at != NULL:
-            return 0
+            return self._open_tight(frame, j)
         while hi < n and self.inst.fits(j, hi + 1):
             hi += 1
         if self.max_buckets:                        # the rest must still fit in the bucket cap
@@ -560,16 +560,50 @@ cdef class FusionCore(OptimisationCore):
             self.depth[dest] = d + 1
             return 1
 
+    cdef int _open_tight(self, int frame, int j) noexcept nogil:
+        """``open`` with the tight lists: the same j* as ``open`` finds (by bisection, not a scan
+        of every end), and the list's entries either side of it (``lo``: the next below, ``hi``: the
+        next at or above), so that ``_next_tight`` gives the children in ``next``'s order."""
+        cdef int n = self.n, hi = n, lo, mid, star, first = self.tight_at[j], last = self.tight_at[j + 1]
+        cdef int64_t when = _max(self.vec[frame], self.inst.ready[j])
+        if self.inst.cap > 0:                       # the last end that fits: bytes grow with it
+            lo = j + 1
+            while lo < hi:
+                mid = (lo + hi + 1) >> 1
+                if self.inst.fits(j, mid):
+                    lo = mid
+                else:
+                    hi = mid - 1
+        star = self._after(j + 1, when)
+        if star > hi:
+            star = hi
+        if self.cheap[j] < star:
+            star = self.cheap[j]
+        while first < last:                         # the first entry >= star
+            mid = (first + last) >> 1
+            if self.tight_to[mid] < star:
+                first = mid + 1
+            else:
+                last = mid
+        self.star[frame], self.lo[frame], self.hi[frame] = star, first - 1, first
+        return 0
+
     cdef int _next_tight(self, int frame, int dest, int j) noexcept nogil:
-        """``next`` from prefix j's tight list, largest bucket first (one stream)."""
-        cdef int n = self.n, d = self.depth[frame], g, c
+        """``next`` from prefix j's tight list, in ``next``'s order: j*, j* + 1, j* - 1, j* + 2, ..."""
+        cdef int n = self.n, d = self.depth[frame], c, star = self.star[frame]
+        cdef int down, up
         cdef int64_t* w = self.vec + dest
         while True:
-            g = self.gen[frame]
-            if g >= self.tight_at[j + 1] - self.tight_at[j]:
+            down, up = self.lo[frame], self.hi[frame]
+            if up < self.tight_at[j + 1] and (down < self.tight_at[j]
+                                               or 2 * (self.tight_to[up] - star) - 1 < 2 * (star - self.tight_to[down])):
+                c = self.tight_to[up]
+                self.hi[frame] = up + 1
+            elif down >= self.tight_at[j]:
+                c = self.tight_to[down]
+                self.lo[frame] = down - 1
+            else:
                 return 0
-            self.gen[frame] = g + 1
-            c = self.tight_to[self.tight_at[j + 1] - 1 - g]
             w[0] = self.vec[frame]
             _apply(w, 1, 0, self.inst.ready[c - 1], self.inst.cost(j, c))
             if w[0] > self.first_free[c] or self._dominated(c, d + 1, w):
