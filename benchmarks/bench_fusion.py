@@ -108,21 +108,28 @@ def large(repeat: int, limit: float) -> None:
                     for method in ("bnb", "dp"):
                         if method == "dp" and "--streams" in variant:
                             continue
-                        times = []
+                        times, doc = [], None
                         for _ in range(repeat):
                             cmd = [yewpy, "fusion", "--profile-json", str(path), "--method", method, "--json",
                                    "--time-limit", str(limit), *variant]
                             t0 = time.perf_counter()
-                            done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 600)
+                            try:        # --time-limit bounds the search only, not the DP
+                                done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 60)
+                            except subprocess.TimeoutExpired:
+                                break
                             times.append(time.perf_counter() - t0)
                             doc = json.loads(done.stdout)
-                        out[method] = (statistics.median(times), doc)
+                        out[method] = (statistics.median(times) if doc else None, doc)
                     bnb_s, bnb = out["bnb"]
                     dp_s, dp = out.get("dp", (None, None))
-                    same = "n/a" if dp is None else "yes" if dp["objective"] == bnb["objective"] else "no"
-                    label, dp_text = " ".join(variant) or "base", "n/a" if dp_s is None else f"{dp_s:.2f}"
-                    print(f"| {n:,} | {shape} | {label} | {bnb_s:.2f} | {bnb['nodes']:,} | {bnb['status']} "
-                          f"| {dp_text} | {same} |", flush=True)
+                    same = "n/a" if not (dp and bnb) else "yes" if dp["objective"] == bnb["objective"] \
+                        else "no"
+                    over = f"over {limit + 60:g} s"
+                    label = " ".join(variant) or "base"
+                    dp_text = "n/a" if "dp" not in out else over if dp is None else f"{dp_s:.2f}"
+                    bnb_text = (f"{over} | | " if bnb is None
+                                else f"{bnb_s:.2f} | {bnb['nodes']:,} | {bnb['status']}")
+                    print(f"| {n:,} | {shape} | {label} | {bnb_text} | {dp_text} | {same} |", flush=True)
 
 
 if __name__ == "__main__":

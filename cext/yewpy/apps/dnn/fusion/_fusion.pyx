@@ -505,15 +505,14 @@ cdef class FusionCore(OptimisationCore):
             return 0
         if self.tight_at != NULL:
             return self._open_tight(frame, j)
-        while hi < n and self.inst.fits(j, hi + 1):
-            hi += 1
+        hi = self._last_fit(j)
         if self.max_buckets:                        # the rest must still fit in the bucket cap
             while lo <= hi and self.depth[frame] + 1 + self.minb[lo] > self.max_buckets:
                 lo += 1
         when = _max(self.vec[frame * self.streams], self.inst.ready[j])
-        star = j + 1
-        while star < hi and self.inst.ready[star] <= when:
-            star += 1
+        star = self._after(j + 1, when)             # every gradient ready by then, up to hi
+        if star > hi:
+            star = hi
         if self.cheap[j] < star and not self.max_buckets:   # a least-cost first bucket is ready by then
             star = self.cheap[j]
         self.lo[frame], self.hi[frame] = lo, hi
@@ -560,20 +559,25 @@ cdef class FusionCore(OptimisationCore):
             self.depth[dest] = d + 1
             return 1
 
+    cdef inline int _last_fit(self, int j) noexcept nogil:
+        """The last end c of a bucket [j, c) that the bytes cap allows (bytes grow with c)."""
+        cdef int lo = j + 1, hi = self.n, mid
+        if self.inst.cap <= 0:
+            return hi
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            if self.inst.fits(j, mid):
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
     cdef int _open_tight(self, int frame, int j) noexcept nogil:
         """``open`` with the tight lists: the same j* as ``open`` finds (by bisection, not a scan
         of every end), and the list's entries either side of it (``lo``: the next below, ``hi``: the
         next at or above), so that ``_next_tight`` gives the children in ``next``'s order."""
-        cdef int n = self.n, hi = n, lo, mid, star, first = self.tight_at[j], last = self.tight_at[j + 1]
+        cdef int hi = self._last_fit(j), mid, star, first = self.tight_at[j], last = self.tight_at[j + 1]
         cdef int64_t when = _max(self.vec[frame], self.inst.ready[j])
-        if self.inst.cap > 0:                       # the last end that fits: bytes grow with it
-            lo = j + 1
-            while lo < hi:
-                mid = (lo + hi + 1) >> 1
-                if self.inst.fits(j, mid):
-                    lo = mid
-                else:
-                    hi = mid - 1
         star = self._after(j + 1, when)
         if star > hi:
             star = hi
