@@ -111,13 +111,15 @@ def large(repeat: int, limit: float) -> None:
                         times, doc = [], None
                         for _ in range(repeat):
                             cmd = [yewpy, "fusion", "--profile-json", str(path), "--method", method, "--json",
-                                   "--time-limit", str(limit), *variant]
+                                   *(["--time-limit", str(limit)] if method == "bnb" else []), *variant]
                             t0 = time.perf_counter()
                             try:        # --time-limit bounds the search only, not the DP
                                 done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 60)
                             except subprocess.TimeoutExpired:
                                 break
                             times.append(time.perf_counter() - t0)
+                            if done.returncode:
+                                raise SystemExit(f"{' '.join(cmd)}: {done.stderr.strip()[-300:]}")
                             doc = json.loads(done.stdout)
                         out[method] = (statistics.median(times) if doc else None, doc)
                     bnb_s, bnb = out["bnb"]

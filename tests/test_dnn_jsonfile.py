@@ -17,7 +17,8 @@ from yewpy.errors import InputError
 # and broken JSON, each put in place of a value as a marker string that is replaced after dumping.
 _PIECES = ["NaN", "-Infinity", "1" * 100, "-" + "1" * 100, "1" * 101, "[" * 60 + "]" * 60,
            "[" * 64 + "]" * 64, "[" * 70 + "]" * 70, "1e999", "{", "\u0661", '{"x": 1, "x": 2}',
-           '{"x": {"y": 1,\n "y": 2}}']
+           '{"x": {"y": 1,\n "y": 2}}', '{"a":' * 61 + "1" + "}" * 61, '{"a":' * 66 + "1" + "}" * 66,
+           "-0", "1E5", "-1.5e-3", "1.0e+", '"\\ud800"', '"tab\there"', "\r\n\t 7 \r\n"]
 
 
 def _random_value(rng: random.Random, depth: int) -> object:
@@ -34,6 +35,8 @@ def _random_value(rng: random.Random, depth: int) -> object:
 
 def _text(rng: random.Random) -> str:
     doc = {"top": _random_value(rng, 5), "list": [_random_value(rng, 3) for _ in range(3)]}
+    if rng.random() < 0.2:                  # a document that is a list, or a single value
+        doc = rng.choice([[doc, [_random_value(rng, 2)]], _random_value(rng, 0)])
     text = json.dumps(doc, indent=rng.choice([None, 0, 1, 2]))
     for i, piece in enumerate(_PIECES):
         text = text.replace(f'"@@{i}@@"', piece)

@@ -259,3 +259,22 @@ def test_knuths_probes_raise_the_recursive_estimate_but_never_lower_it():
                    TreeSize(TRUSTED_PROBES, 12_000.0, 100.0)):            # 13,000 searched: out of range
         done = 13_000 if probed.stderr == 100.0 else 1_000
         assert recursive.combined(probed, done) is recursive
+
+
+def test_a_core_with_a_dominance_memo_is_estimated_not_divided_by_zero():
+    """FusionCore skips a child whose state it met before. The prober scans nodes on its own copy,
+    and counted a node's children again as all dominated (0), then divided by that count; it now
+    empties the memo first (``Core.forget``). 200 identical tensors, at most 8 buckets: the tree
+    has 400 nodes. Down the first path the estimate is exact; once the search's own memo skips
+    children that the prober, counting each node afresh, cannot know of, it runs high (30,051 at
+    251 nodes: docs/estimates.md), finite, and exact at the end."""
+    from yewpy.apps.dnn.fusion._fusion import FusionCore
+
+    n = 200
+    core = FusionCore([4096] * n, [100 * (k + 1) for k in range(n)], 50_000, 10_000, 0, 1, 8, 0)
+    nodes, out = estimates(core, 50, top_width=0)
+    assert nodes == 400 and len(out) >= 4
+    assert [total for _, total, _ in out[:4]] == [400.0] * 4
+    assert all(math.isfinite(total) and total >= searched for searched, total, _ in out)
+    assert out[-1][:2] == (400, 400.0)
+

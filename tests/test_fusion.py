@@ -139,6 +139,16 @@ def test_the_tight_lists_hold_every_end_a_child_can_keep(p, cap):
                                       max(earliest[j], ready[c - 1]) + _cost(p, j, c) <= earliest[c]]
 
 
+def test_a_complete_bucketing_has_no_children_on_the_tight_lists():
+    """A leaf that improves the incumbent is opened like any node; the tight lists once read its
+    "no children" marks as list positions and, with alpha = 0, made children whose ends went
+    backwards (7 counted dominated, one kept: [2, 4, 3])."""
+    p = profile([(1, 0), (1, 0), (1, 1), (0, 0)], 0, 500_000)
+    result = Fusion(p).search()
+    assert result.objective == brute(p) == 2
+    assert result.metrics["counters"]["dominated"] == 0 and result.nodes == 5
+
+
 def test_a_large_varied_profile_keeps_one_node_per_prefix():
     """20,000 gradients of mixed sizes with a copy cost (gamma), the all-reduces backed up behind
     the backward pass: the tight lists are built, the search stays at one node per prefix and

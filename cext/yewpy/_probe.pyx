@@ -100,6 +100,7 @@ cdef class Prober:
             core.set_root()
         else:
             core.load(start)
+        core.forget()
         while depth + 1 < self.max_depth:
             self._frames(f + 2)
             core.open(f)
@@ -146,6 +147,7 @@ cdef class Prober:
             core.set_root()
         else:
             core.load(node)
+        core.forget()
         core.open(0)
         while core.next(0, 1):
             generated += 1
@@ -183,6 +185,7 @@ cdef class Prober:
             return 0
         self._frames(2)
         core.load(node)
+        core.forget()
         core.open(0)
         while f >= 0:
             if not core.next(f, f + 1):

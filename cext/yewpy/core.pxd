@@ -75,6 +75,9 @@ cdef class Core:
     cdef object take_value(self)                          # enumeration: partial result, reset
     cdef object solution(self, int frame)                 # frame's node as the user sees it
     cdef int descend(self, Descent* d) except -1          # optional: the per-node loop, in the core
+    cdef int forget(self) except -1                       # optional: drop what earlier nodes taught
+                                                          # the core (a dominance memo): a probe
+                                                          # (``_probe.Prober``) counts afresh
     cdef int leaf(self, int frame) except -1              # optional: 1 when frame's node surely has
                                                           # no children (splits and spawns keep it,
                                                           # no task); 0: maybe

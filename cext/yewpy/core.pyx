@@ -65,6 +65,9 @@ cdef class Core:
     cdef int descend(self, Descent* d) except -1:
         raise NotImplementedError("Core.descend")
 
+    cdef int forget(self) except -1:
+        return 0
+
     cdef int leaf(self, int frame) except -1:
         return 0
 

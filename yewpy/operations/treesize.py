@@ -404,7 +404,8 @@ def stack_left(frames: list, closed: list, count: Any, probe: Any, tops: Any = N
     for f, (depth, _, explored, generated, away, exhausted) in enumerate(frames):
         if exhausted:
             continue
-        unexplored = count(f) - generated
+        children_count = count(f)       # once: a core with a dominance memo may count less again
+        unexplored = children_count - generated
         if unexplored <= 0:
             continue
         children = tops(f) if tops is not None else None
@@ -427,7 +428,7 @@ def stack_left(frames: list, closed: list, count: Any, probe: Any, tops: Any = N
             if searched > 0:
                 n, mean = searched, (explored - 1 - away - open_child) / searched
             else:
-                n, mean = POOL_PROBES, (probe(f) - 1.0) / count(f)
+                n, mean = POOL_PROBES, (probe(f) - 1.0) / children_count
         if not closed_enough(closed, depth + 1):
             v = mean * mean                 # a geometric guess until subtrees have closed there
         left += unexplored * mean
@@ -503,7 +504,7 @@ class Sampler:
             return (depth, opened, incumbent)           # names the frame while it stays open
 
         def count(f: int) -> int:
-            found = known.get(key(f))
+            found = self.counts.get(key(f), known.get(key(f)))
             if found is None:
                 found = prober.count(engine.frame_node(f), frames[f][0], incumbent)
             self.counts[key(f)] = found

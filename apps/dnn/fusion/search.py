@@ -145,6 +145,8 @@ class Fusion:
                     changed = True                  # stay at i: the bucket may take the next one too
                 else:
                     i += 1
+        if len(ends) == len(plan.ends):
+            return plan
         best = self.evaluate(ends)
         if best.comm_ns > plan.comm_ns:
             raise RuntimeError("internal error: merging buckets delayed the last all-reduce")

@@ -15,7 +15,7 @@ from array import array
 
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 
 from yewpy.core cimport OptimisationCore
@@ -28,6 +28,7 @@ MEMO_SLOTS = SLOTS
 
 cdef int64_t FS = 1_000_000
 cdef int64_t WALK_LIMIT = 1 << 27    # steps FusionCore._tight_lists may take (about 0.2 s)
+cdef int64_t LIST_LIMIT = 1 << 24    # and entries it may keep (64 MiB)
 cdef int64_t BIG = 1 << 62       # no bucketing yet
 cdef double INF = float("inf")
 
@@ -353,8 +354,9 @@ cdef class FusionCore(OptimisationCore):
         (max(E(j), r_{c-1}) + cost(j, c) <= E(c): a child's stream frees no sooner than E(j), and
         later than E(c) it is skipped). For each c those j form a range ending at c - 1 (the test
         without E(j) only gets easier as j grows, as does the bytes cap), found by bisection and
-        then walked, as dp() walks them (a few ns a step). Walks over ``WALK_LIMIT`` steps in all
-        leave the lists unset: the search then tries every end, as with several streams."""
+        then walked, as dp() walks them (a few ns a step). Walks over ``WALK_LIMIT`` steps, or
+        lists over ``LIST_LIMIT`` entries, in all leave the lists unset: the search then tries
+        every end, as with several streams."""
         cdef int n = self.n, c, j, lo, hi, mid
         cdef int64_t e, r, walked = 0
         cdef int32_t* low = <int32_t*>malloc((n + 1) * sizeof(int32_t))
@@ -385,6 +387,8 @@ cdef class FusionCore(OptimisationCore):
                         at[j + 2] += 1
             for j in range(2, n + 2):
                 at[j] += at[j - 1]
+            if at[n + 1] > LIST_LIMIT:
+                return 0
             to = <int32_t*>malloc(max(at[n + 1], 1) * sizeof(int32_t))
             if not to:
                 raise MemoryError()
@@ -404,8 +408,12 @@ cdef class FusionCore(OptimisationCore):
     def tight_ends(self, int j):
         """The ends the search tries after prefix j on one stream without a count cap, or None when
         it tries every end (for tests)."""
+        if not 0 <= j <= self.n:
+            raise IndexError(f"prefix {j} of {self.n} tensors")
         if self.tight_at == NULL:
             return None
+        if j == self.n:
+            return []
         return [self.tight_to[k] for k in range(self.tight_at[j], self.tight_at[j + 1])]
 
     def __dealloc__(self):
@@ -428,6 +436,11 @@ cdef class FusionCore(OptimisationCore):
         free(self.lo)
         free(self.hi)
         free(self.star)
+
+    cdef int forget(self) except -1:
+        """Empty the dominance memo: a probe counts a node's children as if first met."""
+        memset(self.memo_fill, 0, (self.n + 1) * sizeof(int32_t))
+        return 0
 
     def counters(self):
         """Bound evaluations and children skipped as dominated."""
@@ -597,6 +610,8 @@ cdef class FusionCore(OptimisationCore):
         cdef int n = self.n, d = self.depth[frame], c, star = self.star[frame]
         cdef int down, up
         cdef int64_t* w = self.vec + dest
+        if j >= n:                                  # a complete bucketing has no children
+            return 0
         while True:
             down, up = self.lo[frame], self.hi[frame]
             if up < self.tight_at[j + 1] and (down < self.tight_at[j]
