@@ -408,6 +408,22 @@ def test_merged_plan_keeps_the_optimum_with_fewer_buckets(p, k, cap):
         assert not trial.feasible or trial.comm_ns > merged.comm_ns
 
 
+@pytest.mark.parametrize("steps", [1, 7, 40, 10**6])
+def test_merging_that_runs_out_of_steps_keeps_the_optimum(monkeypatch, steps):
+    """merged() stops after MERGE_STEPS trials and steps (20,000 buckets took 49 million); what it
+    returns by then still ends when the optimum does, within the caps, with no more buckets."""
+    monkeypatch.setattr(yewpy.apps.dnn.fusion.search, "MERGE_STEPS", steps)
+    f = Fusion(resnet50())
+    optimum = f.dp()
+    merged = f.merged(optimum)
+    assert merged.comm_ns == optimum.comm_ns and merged.feasible
+    assert len(merged.ends) <= len(optimum.ends)
+    if steps == 1:
+        assert len(merged.ends) >= len(optimum.ends) - 1    # one trial: at most one merge
+    if steps == 10**6:
+        assert len(optimum.ends) == 42 and len(merged.ends) == 4   # docs/fusion.md's ResNet-50
+
+
 def test_cli_text_names_the_network_and_the_plan_row():
     """The header's bucket count is the plan's row in the table, and the network is named."""
     out = subprocess.run([*yewpy_cmd(), "fusion", "--synthetic", "resnet50", "--quiet"],

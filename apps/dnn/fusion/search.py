@@ -33,6 +33,7 @@ __all__ = ["MIB", "Fusion", "Plan"]
 
 MIB = 1 << 20
 QUICK = 1 << 12         # combinations per half for the first, cheap balanced split
+MERGE_STEPS = 1_000_000  # trials and end-time steps merged() may take (about 0.5 s)
 
 
 @dataclass
@@ -130,21 +131,41 @@ class Fusion:
     def merged(self, plan: Plan) -> Plan:
         """The plan with neighbouring buckets merged while the last all-reduce ends no later and the
         caps hold (one stream): optima tie often, as a small bucket hidden behind the backward pass
-        costs nothing, and a user reads the plan with the fewest buckets more easily."""
+        costs nothing, and a user reads the plan with the fewest buckets more easily.
+
+        One stream: bucket k ends at f_k = max(f_{k-1}, r_k) + its cost. A merge that ends the
+        merged bucket d later than the second of the two delays bucket k after it by
+        max(0, d - the stream's idle time before k), and so the last end by max(0, d - the idle time
+        after it in all): one sum per trial (``idle_after``), and the end times are walked forward
+        only for a merge that is kept, until one is unchanged. Where the stream stays busy those
+        walks are long (20,000 buckets: 49 million steps), so merging stops after ``MERGE_STEPS``
+        trials and steps in all, with the merges made by then."""
         if self.streams != 1 or not plan.feasible:
             return plan
         ends, finish = list(plan.ends), [end for _, end, _ in plan.schedule]
-        changed = True
-        while changed:                              # passes: a merge may let an earlier one pass
+        changed, steps = True, 0
+        while changed and steps < MERGE_STEPS:      # passes: a merge may let an earlier one pass
             changed, i = False, 0
-            while i < len(ends) - 1:
-                after = self._merge_finishes(ends, finish, i)
-                if after is not None:
-                    del ends[i]
-                    finish[i:i + 1 + len(after)] = after
-                    changed = True                  # stay at i: the bucket may take the next one too
-                else:
+            idle_after = self._idle_after(ends, finish)
+            while i < len(ends) - 1 and steps < MERGE_STEPS:
+                steps += 1
+                t = self._merged_end(ends, finish, i)
+                if t is None or t - finish[i + 1] > idle_after[i + 2]:
                     i += 1
+                    continue
+                out, m = [t], i + 1                 # bucket m (old numbering) ends where t's does
+                while t != finish[m] and m + 1 < len(ends):
+                    m += 1
+                    t = max(t, self.ready[ends[m] - 1]) + self._cost(ends[m - 1], ends[m])
+                    out.append(t)
+                steps += m - i
+                del ends[i]
+                finish[i:m + 1] = out
+                del idle_after[i + 1]
+                for k in range(min(m, len(ends) - 1), i - 1, -1):   # idle before buckets i..m changed
+                    idle = max(0, self.ready[ends[k] - 1] - finish[k - 1]) if k else 0
+                    idle_after[k] = idle_after[k + 1] + idle
+                changed = True                      # stay at i: the bucket may take the next one too
         if len(ends) == len(plan.ends):
             return plan
         best = self.evaluate(ends)
@@ -152,23 +173,19 @@ class Fusion:
             raise RuntimeError("internal error: merging buckets delayed the last all-reduce")
         return best
 
-    def _merge_finishes(self, ends: list[int], finish: list[int], i: int) -> list[int] | None:
-        """If buckets i and i + 1 merged (the caps allowing), the new end times of the merged bucket
-        and the buckets after it up to the first whose end is unchanged; None when the last
-        all-reduce would end later. One stream: a bucket ends at max(the previous end, its last
-        gradient) + its cost, so once one end is unchanged every later one is too."""
+    def _idle_after(self, ends: list[int], finish: list[int]) -> list[int]:
+        """[k]: the stream's idle time before buckets k, k + 1, ... (waiting for their gradients)."""
+        out = [0] * (len(ends) + 1)
+        for k in range(len(ends) - 1, 0, -1):
+            out[k] = out[k + 1] + max(0, self.ready[ends[k] - 1] - finish[k - 1])
+        return out
+
+    def _merged_end(self, ends: list[int], finish: list[int], i: int) -> int | None:
+        """When buckets i and i + 1 merged would end, or None when the bytes cap forbids it."""
         start, end = ends[i - 1] if i else 0, ends[i + 1]
         if self.cap_bytes and self._prefix[end] - self._prefix[start] > self.cap_bytes:
             return None
-        t = max(finish[i - 1] if i else 0, self.ready[end - 1]) + self._cost(start, end)
-        out, m = [t], i + 1                         # bucket m (old numbering) ends where t's does
-        while t != finish[m]:
-            m += 1
-            if m == len(ends):
-                return out if t <= finish[-1] else None
-            t = max(t, self.ready[ends[m] - 1]) + self._cost(ends[m - 1], ends[m])
-            out.append(t)
-        return out
+        return max(finish[i - 1] if i else 0, self.ready[end - 1]) + self._cost(start, end)
 
     def _cost(self, i: int, j: int) -> int:
         """The all-reduce of bucket [i, j) in ns, as the compiled core computes it."""
