@@ -45,6 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 MAX_MB = 1e6  # --bucket-mb, --cap-mb: a bucket of a terabyte is a typo
 MAX_BUCKETS = 10**6
 MAX_BATCH = 2**24  # --batch and --seq, as dnn-plan's --global-batch and --seq
+DP_ROW_STEPS = 2**31  # N^2 K above which bnb's comparison row leaves out the count-capped DP
 
 
 def check_options(args: argparse.Namespace) -> None:
@@ -133,14 +134,20 @@ def solve(args: argparse.Namespace, coordination: Any = "seq", **params: Any) ->
         result = Result(kind="optimisation", status=status, nodes=0, seconds=time.perf_counter() - start,
                         objective=plan.comm_ns)
     baselines = problem.baselines(args.bucket_mb)
+    n, left_out = len(profile.tensors), None
     if args.streams == 1 and args.method != "dp":
-        baselines["dp"] = problem.merged(problem.dp())
+        if problem.max_buckets and n * n * problem.max_buckets > DP_ROW_STEPS:
+            left_out = (f"dp row left out: with a bucket-count cap the DP takes about N^2 K = "
+                        f"{n * n * problem.max_buckets:.1e} steps, which --time-limit does not bound; "
+                        f"--method dp runs it")
+        else:
+            baselines["dp"] = problem.merged(problem.dp())
     result.solution = [list(b) for b in plan.buckets()]
     assumed = network(args)
     result.extras = {"method": args.method, "profile": profile.to_dict(), "network": assumed,
                      "variant": {"streams": args.streams, "max_buckets": args.max_buckets,
                                  "cap_bytes": problem.cap_bytes},
-                     "plan": problem.describe(plan),
+                     "plan": problem.describe(plan), "left_out": left_out,
                      "baselines": {k: problem.describe(p) for k, p in baselines.items()}}
     iteration = problem.iteration_seconds(plan)
     sizes = result.extras["plan"]["bucket_bytes"]
@@ -160,4 +167,6 @@ def solve(args: argparse.Namespace, coordination: Any = "seq", **params: Any) ->
         lines.append(f"  {name:<16} {len(other.ends):4d} buckets  iteration "
                      f"{problem.iteration_seconds(other) * 1e3:10.3f} ms  = {ratio:.3f}x"
                      + ("" if other.feasible else "  (violates a cap)"))
+    if left_out:
+        lines.append(f"  ({left_out})")
     return result, lines

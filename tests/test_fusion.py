@@ -424,6 +424,23 @@ def test_merging_that_runs_out_of_steps_keeps_the_optimum(monkeypatch, steps):
         assert len(optimum.ends) == 42 and len(merged.ends) == 4   # docs/fusion.md's ResNet-50
 
 
+def test_bnb_leaves_out_a_count_capped_dp_row_that_would_outrun_its_time_limit(tmp_path):
+    """bnb's output compares with the DP; with a bucket-count cap the DP is O(N^2 K) and no time
+    limit bounds it (20,000 tensors, K = 64: 16 s after a 10 s search). Past 2^31 steps the row is
+    left out and the output says why; below, it is there."""
+    path = tmp_path / "p.json"
+    rows = [(f"t{k}", 4096, 1e-7) for k in range(6000)]
+    path.write_text(write_profile(Profile.from_seconds("p", rows, 50e-6, 1e-11)))
+    for k, left_out in ((64, True), (8, False)):
+        done = subprocess.run([*yewpy_cmd(), "fusion", "--profile-json", str(path), "--max-buckets", str(k),
+                               "--time-limit", "1", "--json"], capture_output=True, text=True)
+        doc = json.loads(done.stdout)
+        assert ("dp" not in doc["baselines"]) == left_out
+        assert (doc["left_out"] is not None) == left_out
+        if left_out:
+            assert "N^2 K = 2.3e+09 steps" in doc["left_out"]
+
+
 def test_cli_text_names_the_network_and_the_plan_row():
     """The header's bucket count is the plan's row in the table, and the network is named."""
     out = subprocess.run([*yewpy_cmd(), "fusion", "--synthetic", "resnet50", "--quiet"],
