@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import yewpy.apps.dnn.fusion.search
 from support import assert_names_line, run_ranks, yewpy_cmd
 from yewpy.apps.dnn.cluster import load_cluster
+from yewpy.apps.dnn.fusion._fusion import FusionCore
 from yewpy.apps.dnn.fusion.balance import split_counts
 from yewpy.apps.dnn.fusion.model import profile_from_model
 from yewpy.apps.dnn.fusion.profile import (
@@ -137,6 +138,32 @@ def test_the_tight_lists_hold_every_end_a_child_can_keep(p, cap):
     for j in range(n):
         assert core.tight_ends(j) == [c for c in range(j + 1, n + 1) if fits(j, c) and
                                       max(earliest[j], ready[c - 1]) + _cost(p, j, c) <= earliest[c]]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(profiles(14), coarse_profiles(14)), st.integers(1, 6), st.integers(0, 12000))
+def test_the_capped_table_holds_the_earliest_free_time_in_at_most_u_buckets(p, k, cap):
+    """F_u(j) against every bucketing of j tensors into at most u buckets: with a count cap the
+    search skips a child (c, u buckets, free at w) with w > F_u(c)."""
+    n, ready = len(p.tensors), p.ready_ns
+    fits = lambda a, b: not cap or b - a == 1 or sum(p.nbytes[a:b]) <= cap  # noqa: E731
+    core = FusionCore(p.nbytes, ready, p.alpha_ns, p.beta_fs, p.gamma_fs, 1, k, cap)
+    if k >= n:
+        assert core.capped_free_time(0, 0) is None      # no cap in effect: the E(j) rule applies
+        return
+    exactly = [[0] + [None] * n]                    # exactly[u][j]
+    for u in range(1, k + 1):
+        row = [None] * (n + 1)
+        for j in range(1, n + 1):
+            options = [max(exactly[u - 1][i], ready[j - 1]) + _cost(p, i, j)
+                       for i in range(j) if exactly[u - 1][i] is not None and fits(i, j)]
+            row[j] = min(options, default=None)
+        exactly.append(row)
+    for u in range(k + 1):
+        for j in range(n + 1):
+            best = min((exactly[v][j] for v in range(u + 1) if exactly[v][j] is not None), default=None)
+            got = core.capped_free_time(u, j)
+            assert got == best if best is not None else got >= 1 << 62
 
 
 def test_a_complete_bucketing_has_no_children_on_the_tight_lists():

@@ -130,15 +130,20 @@ def replay(nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int stream
     return max(free_at), out
 
 
-cdef void _free_times(_Instance inst, const int64_t* before, int64_t* row, int32_t* arg) noexcept nogil:
+cdef int64_t _free_times(_Instance inst, const int64_t* before, int64_t* row, int32_t* arg,
+                         int64_t budget=-1) noexcept nogil:
     """One stream: row[j] = min over a last bucket [i, j) of max(r_{j-1}, before[i]) + cost(i, j),
     where that beats row[j] (arg[j] = that i, unless arg is NULL); ``before`` may be ``row`` itself.
     The scan over i stops once the bucket alone cannot end before the best, as its cost grows as i
-    falls."""
+    falls. With ``budget`` >= 0, stops (returning -1) after that many steps; else the budget left."""
     cdef int n = inst.n, i, j
     cdef int64_t v, c
     for j in range(1, n + 1):
         for i in range(j - 1, -1, -1):
+            if budget >= 0:
+                if budget == 0:
+                    return -1
+                budget -= 1
             if not inst.fits(i, j):
                 break
             c = inst.cost(i, j)
@@ -152,6 +157,19 @@ cdef void _free_times(_Instance inst, const int64_t* before, int64_t* row, int32
                 row[j] = v
                 if arg != NULL:
                     arg[j] = i
+    return budget
+
+
+cdef void _first_bucket(_Instance inst, int64_t* row, int32_t* arg) noexcept nogil:
+    """The counted tables' first layer: row[j] = the end of one bucket [0, j) where it fits (a scan
+    by ``_free_times`` would pass every i > 0 for nothing)."""
+    cdef int j
+    for j in range(1, inst.n + 1):
+        if not inst.fits(0, j):
+            break
+        row[j] = inst.ready[j - 1] + inst.cost(0, j)
+        if arg != NULL:
+            arg[j] = 0
 
 
 def dp(nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int max_buckets=0, int64_t cap=0):
@@ -181,7 +199,10 @@ def dp(nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int max_bucket
             e[w] = 0                                # the one layer reads its own row
         with nogil:
             for k in range(1, layers + 1):
-                _free_times(inst, e + (k - 1) * w if counted else e + k * w, e + k * w, arg + k * w)
+                if counted and k == 1:
+                    _first_bucket(inst, e + w, arg + w)
+                else:
+                    _free_times(inst, e + (k - 1) * w if counted else e + k * w, e + k * w, arg + k * w)
         best_k, best = 1, e[w + n]
         for k in range(2, layers + 1):
             if e[k * w + n] < best:
@@ -226,11 +247,18 @@ cdef class FusionCore(OptimisationCore):
     cdef int32_t* cheap         # n: the end of the first bucket of a least-cost bucketing of k..
     cdef int64_t* tail          # n + 2: max_{k' >= k} S * r_k' + P_k'
     cdef int64_t* first_free    # n + 1 (one stream, no count cap; else NULL): E(j) of dp()
+    cdef int64_t* capped_free   # (K + 1) (n + 1) (one stream, count cap K, unless too costly):
+                                # [u (n + 1) + j] the earliest free time of j tensors in <= u buckets
     cdef int32_t* tight_at      # n + 2, with first_free unless too many: tight_to[tight_at[j]:
     cdef int32_t* tight_to      # tight_at[j + 1]] are the ends c that can follow prefix j (ascending)
     cdef int64_t last_end, last_cost
-    cdef int32_t* ends          # per frame: n bucket ends
-    cdef uint8_t* ranks         # per frame: n stream ranks
+    cdef int32_t* root_ends     # n: frame 0's bucket ends (a task's node, from load)
+    cdef uint8_t* root_ranks    # n: and their stream ranks
+    cdef int32_t* path_ends     # n: scratch for dump and solution
+    cdef uint8_t* path_ranks    # n
+    cdef int32_t* last          # per frame: its last bucket end (frame 0: 0 or the root's last)
+    cdef uint8_t* last_rank     # per frame: that bucket's stream rank
+    cdef int32_t* parent        # per frame >= 1: the frame whose child it is (its other ends)
     cdef int32_t* depth         # per frame: buckets
     cdef int64_t* vec           # per frame: streams free times (sorted, clamped)
     cdef int32_t* gen           # per frame: next candidate index g
@@ -262,6 +290,12 @@ cdef class FusionCore(OptimisationCore):
         self.memo_u = <int32_t*>malloc((n + 1) * SLOTS * sizeof(int32_t))
         self.memo_v = <int64_t*>malloc((n + 1) * SLOTS * streams * sizeof(int64_t))
         self.memo_fill = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+        self.root_ends = <int32_t*>malloc(max(n, 1) * sizeof(int32_t))
+        self.root_ranks = <uint8_t*>malloc(max(n, 1))
+        self.path_ends = <int32_t*>malloc(max(n, 1) * sizeof(int32_t))
+        self.path_ranks = <uint8_t*>malloc(max(n, 1))
+        if not (self.root_ends and self.root_ranks and self.path_ends and self.path_ranks):
+            raise MemoryError()
         if not (self.minb and self.pmin and self.cheap and self.tail and self.memo_u and self.memo_v and self.memo_fill):
             raise MemoryError()
         self.minb[n] = 0
@@ -288,6 +322,8 @@ cdef class FusionCore(OptimisationCore):
                 raise MemoryError()
             self._first_free()
             self._tight_lists()
+        elif streams == 1:
+            self._capped_free()
         self.has_bound = True
         self.sign = -1.0
 
@@ -348,6 +384,45 @@ cdef class FusionCore(OptimisationCore):
         for j in range(1, self.n + 1):
             self.first_free[j] = BIG
         _free_times(self.inst, self.first_free, self.first_free, NULL)
+
+    cdef int _capped_free(self) except -1:
+        """F_u(j), the earliest the one stream is free after some bucketing of tensors ..j into at
+        most u buckets (dp()'s counted table, then a running minimum over u), for u <= K. Like
+        E(j) without a cap, a child (c, u buckets, free at w) with w > F_u(c) is skipped: that
+        bucketing takes every completion of the child too, within K buckets, no later. The table
+        costs what the counted DP costs, O(n^2 K) at worst, so past ``WALK_LIMIT`` steps it is not
+        kept and the search goes without the rule."""
+        cdef int n = self.n, K = self.max_buckets, u, j, w = n + 1
+        cdef int64_t budget = WALK_LIMIT
+        cdef int64_t* e = <int64_t*>malloc((K + 1) * w * sizeof(int64_t))
+        if not e:
+            raise MemoryError()
+        for j in range((K + 1) * w):
+            e[j] = BIG
+        e[0] = 0
+        with nogil:
+            _first_bucket(self.inst, e + w, NULL)
+            for u in range(2, K + 1):
+                budget = _free_times(self.inst, e + (u - 1) * w, e + u * w, NULL, budget)
+                if budget < 0:
+                    break
+        if budget < 0:
+            free(e)
+            return 0
+        for u in range(1, K + 1):                   # at most u buckets: the least over fewer
+            for j in range(w):
+                if e[(u - 1) * w + j] < e[u * w + j]:
+                    e[u * w + j] = e[(u - 1) * w + j]
+        self.capped_free = e
+        return 0
+
+    def capped_free_time(self, int u, int j):
+        """F_u(j) with a bucket-count cap on one stream, or None without the table (for tests)."""
+        if self.capped_free == NULL:
+            return None
+        if not (0 <= u <= self.max_buckets and 0 <= j <= self.n):
+            raise IndexError(f"{u} buckets, prefix {j}")
+        return self.capped_free[u * (self.n + 1) + j]
 
     cdef int _tight_lists(self) except -1:
         """With ``first_free``: for each prefix j, the ends c whose bucket [j, c) can keep a child
@@ -417,6 +492,7 @@ cdef class FusionCore(OptimisationCore):
         return [self.tight_to[k] for k in range(self.tight_at[j], self.tight_at[j + 1])]
 
     def __dealloc__(self):
+        free(self.capped_free)
         free(self.tight_at)
         free(self.tight_to)
         free(self.first_free)
@@ -427,8 +503,13 @@ cdef class FusionCore(OptimisationCore):
         free(self.memo_u)
         free(self.memo_v)
         free(self.memo_fill)
-        free(self.ends)
-        free(self.ranks)
+        free(self.root_ends)
+        free(self.root_ranks)
+        free(self.path_ends)
+        free(self.path_ranks)
+        free(self.last)
+        free(self.last_rank)
+        free(self.parent)
         free(self.depth)
         free(self.vec)
         free(self.gen)
@@ -456,8 +537,9 @@ cdef class FusionCore(OptimisationCore):
 
     cdef int reserve(self, int frames) except -1:
         cdef int n = max(self.n, 1), s = self.streams
-        self.ends = <int32_t*>realloc(self.ends, frames * n * sizeof(int32_t))
-        self.ranks = <uint8_t*>realloc(self.ranks, frames * n)
+        self.last = <int32_t*>realloc(self.last, frames * sizeof(int32_t))
+        self.last_rank = <uint8_t*>realloc(self.last_rank, frames)
+        self.parent = <int32_t*>realloc(self.parent, frames * sizeof(int32_t))
         self.depth = <int32_t*>realloc(self.depth, frames * sizeof(int32_t))
         self.vec = <int64_t*>realloc(self.vec, frames * s * sizeof(int64_t))
         self.gen = <int32_t*>realloc(self.gen, frames * sizeof(int32_t))
@@ -465,18 +547,32 @@ cdef class FusionCore(OptimisationCore):
         self.lo = <int32_t*>realloc(self.lo, frames * sizeof(int32_t))
         self.hi = <int32_t*>realloc(self.hi, frames * sizeof(int32_t))
         self.star = <int32_t*>realloc(self.star, frames * sizeof(int32_t))
-        if not (self.ends and self.ranks and self.depth and self.vec and self.gen and self.opt
+        if not (self.last and self.last_rank and self.parent and self.depth and self.vec and self.gen and self.opt
                 and self.lo and self.hi and self.star):
             raise MemoryError()
         self.frames = frames
         return 0
 
     cdef inline int covered(self, int frame) noexcept nogil:
-        cdef int d = self.depth[frame]
-        return self.ends[frame * self.n + d - 1] if d else 0
+        return self.last[frame]
+
+    cdef int _path(self, int frame) noexcept nogil:
+        """Frame's bucket ends and ranks into ``path_ends`` and ``path_ranks``; returns how many.
+        A frame holds only its last bucket and the frame it came from: the engine makes a child
+        from a frame whose own chain is still in place (the frames above it, or a split's scratch
+        frame made from one of them), so following ``parent`` down to frame 0 gives the rest."""
+        cdef int d = self.depth[frame], f = frame
+        while f != 0:
+            self.path_ends[self.depth[f] - 1] = self.last[f]
+            self.path_ranks[self.depth[f] - 1] = self.last_rank[f]
+            f = self.parent[f]
+        memcpy(self.path_ends, self.root_ends, self.depth[0] * sizeof(int32_t))
+        memcpy(self.path_ranks, self.root_ranks, self.depth[0])
+        return d
 
     cdef int set_root(self) except -1:
         self.depth[0] = 0
+        self.last[0] = 0
         for l in range(self.streams):
             self.vec[l] = 0
         return 0
@@ -494,19 +590,20 @@ cdef class FusionCore(OptimisationCore):
                 raise ValueError("not a node of this instance")
             _apply(self.vec, self.streams, r[k], self.inst.ready[e[k] - 1], self.inst.cost(i, e[k]))
             i = e[k]
-        memcpy(self.ends, e, d * sizeof(int32_t))
-        memcpy(self.ranks, r, d)
+        memcpy(self.root_ends, e, d * sizeof(int32_t))
+        memcpy(self.root_ranks, r, d)
         self.depth[0] = d
+        self.last[0] = i
         return 0
 
     cdef object dump(self, int frame):
-        cdef int d = self.depth[frame]
-        return (PyBytes_FromStringAndSize(<char*>(self.ends + frame * self.n), d * sizeof(int32_t)),
-                PyBytes_FromStringAndSize(<char*>(self.ranks + frame * self.n), d))
+        cdef int d = self._path(frame)
+        return (PyBytes_FromStringAndSize(<char*>self.path_ends, d * sizeof(int32_t)),
+                PyBytes_FromStringAndSize(<char*>self.path_ranks, d))
 
     cdef object solution(self, int frame):
-        cdef int d = self.depth[frame], k
-        return [(self.ends[frame * self.n + k], self.ranks[frame * self.n + k]) for k in range(d)]
+        cdef int d = self._path(frame), k
+        return [(self.path_ends[k], self.path_ranks[k]) for k in range(d)]
 
     cdef int open(self, int frame) except -1:
         cdef int j = self.covered(frame), n = self.n, hi = j + 1, lo = j + 1, star
@@ -562,13 +659,12 @@ cdef class FusionCore(OptimisationCore):
             self.opt[frame] += 1
             memcpy(w, v, s * sizeof(int64_t))
             _apply(w, s, l, r, self.inst.cost(j, c))
-            if (self.first_free != NULL and w[0] > self.first_free[c]) or self._dominated(c, d + 1, w):
+            if ((self.first_free != NULL and w[0] > self.first_free[c])
+                    or (self.capped_free != NULL and w[0] > self.capped_free[(d + 1) * (n + 1) + c])
+                    or self._dominated(c, d + 1, w)):
                 self.dominated += 1
                 continue
-            memcpy(self.ends + dest * n, self.ends + frame * n, d * sizeof(int32_t))
-            memcpy(self.ranks + dest * n, self.ranks + frame * n, d)
-            self.ends[dest * n + d] = c
-            self.ranks[dest * n + d] = l
+            self.last[dest], self.last_rank[dest], self.parent[dest] = c, l, frame
             self.depth[dest] = d + 1
             return 1
 
@@ -628,10 +724,7 @@ cdef class FusionCore(OptimisationCore):
             if w[0] > self.first_free[c] or self._dominated(c, d + 1, w):
                 self.dominated += 1
                 continue
-            memcpy(self.ends + dest * n, self.ends + frame * n, d * sizeof(int32_t))
-            self.ranks[dest * n + d] = 0
-            memcpy(self.ranks + dest * n, self.ranks + frame * n, d)
-            self.ends[dest * n + d] = c
+            self.last[dest], self.last_rank[dest], self.parent[dest] = c, 0, frame
             self.depth[dest] = d + 1
             return 1
 
