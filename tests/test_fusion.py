@@ -468,6 +468,33 @@ def test_bnb_leaves_out_a_count_capped_dp_row_that_would_outrun_its_time_limit(t
             assert "N^2 K = 2.3e+09 steps" in doc["left_out"]
 
 
+def test_the_progress_estimate_keeps_to_its_share_on_a_deep_stack(tmp_path):
+    """Two streams, 100,000 tensors: the stack grows thousands of frames deep, each frame with
+    thousands of children, and the progress estimate's counts and Knuth probes of every frame held
+    the search past --time-limit 10 for over 100 s. They now stop at the estimate's share of the
+    time (plus LEFT_SECONDS), and the search ends at its limit. The 60 s timeout only detects a
+    hang; it is no speed goal. (The first estimate comes after about 5 s: a limit of 4 s ended
+    before it.)"""
+    path = tmp_path / "p.json"
+    rows = [(f"t{k}", 4096 * (1 + k % 7), 1e-6 * (k % 5)) for k in range(100_000)]
+    path.write_text(write_profile(Profile.from_seconds("p", rows, 50e-6, 1e-10, 1e-12)))
+    done = subprocess.run([*yewpy_cmd(), "fusion", "--profile-json", str(path), "--streams", "2",
+                           "--time-limit", "6", "--json"], capture_output=True, text=True, timeout=60)
+    doc = json.loads(done.stdout)
+    assert doc["status"] == "time_limit" and doc["plan"]["feasible"]
+
+
+def test_a_probe_with_no_time_left_stops_at_its_node():
+    """Prober.mean_from with ``seconds``: 0 gives the node alone (1.0), at once; without a limit
+    the same probes walk down the tree."""
+    from yewpy._probe import Prober
+
+    core = FusionCore([4096] * 50, [100 * (k + 1) for k in range(50)], 50_000, 10_000, 0, 2, 0, 0)
+    prober = Prober(core, seed=1)
+    assert prober.mean_from(None, 0, 16, None, 0.0) == 1.0
+    assert prober.mean_from(None, 0, 16, None) > 50
+
+
 def test_cli_text_names_the_network_and_the_plan_row():
     """The header's bucket count is the plan's row in the table, and the network is named."""
     out = subprocess.run([*yewpy_cmd(), "fusion", "--synthetic", "resnet50", "--quiet"],

@@ -89,8 +89,10 @@ cdef class Prober:
         return EXPAND
 
     cdef double _probe(self, double inc, bint has_inc, object start=None,
-                       long long start_depth=0) except -1:
-        """One probe from the root, or from ``start``, a node at ``start_depth``."""
+                       long long start_depth=0, double end=-1.0) except -1:
+        """One probe from the root, or from ``start``, a node at ``start_depth``; with ``end``
+        (> 0, a ``_now()`` time) the path stops there, its estimate so far (a path a hundred
+        thousand nodes deep, each with thousands of children, takes minutes)."""
         cdef Core core = self.core
         cdef int f = 0, step
         cdef long long depth = start_depth, generated, expandable, chosen, seen
@@ -102,6 +104,8 @@ cdef class Prober:
             core.load(start)
         core.forget()
         while depth + 1 < self.max_depth:
+            if end > 0 and _now() >= end:
+                break
             self._frames(f + 2)
             core.open(f)
             generated = expandable = 0
@@ -203,16 +207,20 @@ cdef class Prober:
                 core.open(f)
         return generated
 
-    def mean_from(self, node, long long depth, long long probes, incumbent=None):
+    def mean_from(self, node, long long depth, long long probes, incumbent=None, double seconds=-1.0):
         """The mean of ``probes`` probes of the subtree under ``node`` (at ``depth``), node included;
-        these do not count among the probes of the whole tree."""
+        these do not count among the probes of the whole tree. With ``seconds`` >= 0, the probes
+        made or cut short by then (at least one, perhaps only its first step)."""
         cdef double inc = self.core.sign * incumbent if incumbent is not None else 0.0
         cdef bint has_inc = incumbent is not None
-        cdef double total = 0.0
-        cdef long long k
+        cdef double total = 0.0, end = _now() + seconds if seconds >= 0 else -1.0
+        cdef long long k, made = 0
         for k in range(probes):
-            total += self._probe(inc, has_inc, node, depth)
-        return total / probes if probes > 0 else 0.0
+            total += self._probe(inc, has_inc, node, depth, end)
+            made += 1
+            if end > 0 and _now() >= end:
+                break
+        return total / made if made > 0 else 0.0
 
     def run(self, double seconds, incumbent=None, long long most=-1):
         """Probe for about ``seconds`` (at least one probe; at most ``most``, -1: no limit), pruning

@@ -35,6 +35,8 @@ Left = tuple[float, float, Any]
 NOTHING_LEFT: Left = (0.0, 0.0, None)
 #: Knuth probes for the tasks of a pool depth where no subtree has closed yet
 POOL_PROBES = 16
+#: seconds that ``Sampler.left``'s counts and probes may take beyond its share of the probes' time
+LEFT_SECONDS = 0.05
 #: Knuth probes needed before their estimate is combined with the recursive one
 TRUSTED_PROBES = 30
 #: the most nodes (as ``dump`` gives them) that the counts of unexplored children's tops hold at
@@ -503,15 +505,24 @@ class Sampler:
             depth, opened = frames[f][:2]
             return (depth, opened, incumbent)           # names the frame while it stays open
 
+        # the counts and probes below stop at ``deadline``: a stack a hundred thousand frames deep,
+        # each frame with thousands of children, would hold the search far past --time-limit
+        deadline = started + max(PROBE_SHARE * elapsed - self.spent, 0.0) + LEFT_SECONDS
+        if counting is not None:
+            deadline = max(deadline, started + counting)
+
         def count(f: int) -> int:
             found = self.counts.get(key(f), known.get(key(f)))
             if found is None:
+                if time.perf_counter() >= deadline:
+                    return frames[f][3]             # no time: its unexplored children count as none
                 found = prober.count(engine.frame_node(f), frames[f][0], incumbent)
             self.counts[key(f)] = found
             return found
 
         def probe(node: Any, depth: int) -> float:
-            return prober.mean_from(node, depth, POOL_PROBES, incumbent)
+            seconds = max(deadline - time.perf_counter(), 0.0)
+            return prober.mean_from(node, depth, POOL_PROBES, incumbent, seconds)
 
         def probe_frame(f: int) -> float:
             return probe(engine.frame_node(f), frames[f][0])
