@@ -136,7 +136,7 @@ def solve(args: argparse.Namespace, coordination: Any = "seq", **params: Any) ->
     baselines = problem.baselines(args.bucket_mb)
     n, left_out = len(profile.tensors), None
     if args.streams == 1 and args.method != "dp":
-        if problem.max_buckets and n * n * problem.max_buckets > DP_ROW_STEPS:
+        if 0 < problem.max_buckets < n and n * n * problem.max_buckets > DP_ROW_STEPS:
             left_out = (f"dp row left out: with a bucket-count cap the DP takes about N^2 K = "
                         f"{n * n * problem.max_buckets:.1e} steps, which --time-limit does not bound; "
                         f"--method dp runs it")

@@ -166,6 +166,19 @@ def test_the_capped_table_holds_the_earliest_free_time_in_at_most_u_buckets(p, k
             assert got == best if best is not None else got >= 1 << 62
 
 
+def test_a_capped_table_past_its_budget_is_never_allocated():
+    """(K - 1) N past 2^27 steps: the table is skipped before its (K + 1)(N + 1) entries are
+    allocated (65,536 tensors at K = 32,768 overflowed an int and raised MemoryError), and the
+    caps still check without a core (``Fusion`` counts the fewest buckets itself)."""
+    n = 65_536
+    core = FusionCore([4096] * n, [100 * (k + 1) for k in range(n)], 50_000, 10_000, 0, 1, 32_768, 0)
+    assert core.capped_free_time(0, 0) is None
+    p = profile([(4096, 100)] * n, 50_000, 10_000)
+    assert Fusion(p, max_buckets=32_768, cap_bytes=8192).core().min_buckets(0) == n // 2
+    with pytest.raises(UsageError, match="at least 32768 buckets"):
+        Fusion(p, max_buckets=100, cap_bytes=8192)
+
+
 def test_a_complete_bucketing_has_no_children_on_the_tight_lists():
     """A leaf that improves the incumbent is opened like any node; the tight lists once read its
     "no children" marks as list positions and, with alpha = 0, made children whose ends went
@@ -458,7 +471,7 @@ def test_bnb_leaves_out_a_count_capped_dp_row_that_would_outrun_its_time_limit(t
     path = tmp_path / "p.json"
     rows = [(f"t{k}", 4096, 1e-7) for k in range(6000)]
     path.write_text(write_profile(Profile.from_seconds("p", rows, 50e-6, 1e-11)))
-    for k, left_out in ((64, True), (8, False)):
+    for k, left_out in ((64, True), (8, False), (10_000, False)):     # K >= N: no cap in effect
         done = subprocess.run([*yewpy_cmd(), "fusion", "--profile-json", str(path), "--max-buckets", str(k),
                                "--time-limit", "1", "--json"], capture_output=True, text=True)
         doc = json.loads(done.stdout)
@@ -471,10 +484,10 @@ def test_bnb_leaves_out_a_count_capped_dp_row_that_would_outrun_its_time_limit(t
 def test_the_progress_estimate_keeps_to_its_share_on_a_deep_stack(tmp_path):
     """Two streams, 100,000 tensors: the stack grows thousands of frames deep, each frame with
     thousands of children, and the progress estimate's counts and Knuth probes of every frame held
-    the search past --time-limit 10 for over 100 s. They now stop at the estimate's share of the
-    time (plus LEFT_SECONDS), and the search ends at its limit. The 60 s timeout only detects a
-    hang; it is no speed goal. (The first estimate comes after about 5 s: a limit of 4 s ended
-    before it.)"""
+    the search past --time-limit 6 for over 60 s (past a limit of 10 s, over 100 s). They now stop
+    at the estimate's share of the time (plus LEFT_SECONDS), and the search ends at its limit.
+    The 60 s timeout only detects a hang; it is no speed goal. (The first estimate comes after
+    about 5 s: a limit of 4 s ended before it.)"""
     path = tmp_path / "p.json"
     rows = [(f"t{k}", 4096 * (1 + k % 7), 1e-6 * (k % 5)) for k in range(100_000)]
     path.write_text(write_profile(Profile.from_seconds("p", rows, 50e-6, 1e-10, 1e-12)))

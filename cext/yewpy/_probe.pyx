@@ -210,7 +210,7 @@ cdef class Prober:
     def mean_from(self, node, long long depth, long long probes, incumbent=None, double seconds=-1.0):
         """The mean of ``probes`` probes of the subtree under ``node`` (at ``depth``), node included;
         these do not count among the probes of the whole tree. With ``seconds`` >= 0, the probes
-        made or cut short by then (at least one, perhaps only its first step)."""
+        made or cut short by then (at least one: with no time left, the node alone, 1.0)."""
         cdef double inc = self.core.sign * incumbent if incumbent is not None else 0.0
         cdef bint has_inc = incumbent is not None
         cdef double total = 0.0, end = _now() + seconds if seconds >= 0 else -1.0

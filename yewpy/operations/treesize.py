@@ -508,8 +508,8 @@ class Sampler:
         # the counts and probes below stop at ``deadline``: a stack a hundred thousand frames deep,
         # each frame with thousands of children, would hold the search far past --time-limit
         deadline = started + max(PROBE_SHARE * elapsed - self.spent, 0.0) + LEFT_SECONDS
-        if counting is not None:
-            deadline = max(deadline, started + counting)
+        if counting is not None:                    # the counts get their share after the tops'
+            deadline += counting
 
         def count(f: int) -> int:
             found = self.counts.get(key(f), known.get(key(f)))

@@ -19,6 +19,7 @@ minimising core) that also handles several streams and equals the DP where both 
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from dataclasses import dataclass
 from typing import Any
@@ -71,10 +72,23 @@ class Fusion:
         self.ready = profile.ready_ns
         self._costs = (profile.alpha_ns, profile.beta_fs, profile.gamma_fs)
         self._prefix = [0, *itertools.accumulate(profile.nbytes)]
-        fewest = self.core().min_buckets(0) if max_buckets else 0
+        fewest = self._fewest_buckets() if max_buckets else 0
         if fewest > max_buckets > 0:
             raise UsageError(f"the bytes cap needs at least {fewest} buckets, more than the cap of "
                              f"{max_buckets}")
+
+    def _fewest_buckets(self) -> int:
+        """The fewest buckets the bytes cap allows: each as long as it fits (a single tensor always
+        does), as ``FusionCore.min_buckets`` counts them, without building a core's tables."""
+        count, start, n = 0, 0, self.n
+        while start < n:
+            end = start + 1
+            if self.cap_bytes:
+                end = max(end, bisect.bisect_right(self._prefix, self._prefix[start] + self.cap_bytes) - 1)
+            else:
+                end = n
+            count, start = count + 1, end
+        return count
 
     # -- plans ------------------------------------------------------------------------------------
 

@@ -238,7 +238,8 @@ cdef class FusionCore(OptimisationCore):
     generated before; that is sound because the dominating node is searched or bounded out.
     On one stream without a bucket-count cap, a child whose stream frees later than the earliest
     any bucketing of its prefix can (``first_free``, the DP's table) is skipped too: every completion
-    of it completes that bucketing no sooner. The tree then keeps about one node per prefix.
+    of it completes that bucketing no sooner. The tree then keeps about one node per prefix. With a
+    count cap the same holds per bucket count (``capped_free``: the counted DP's table).
     """
     cdef _Instance inst
     cdef readonly int n, streams, max_buckets
@@ -390,14 +391,18 @@ cdef class FusionCore(OptimisationCore):
         most u buckets (dp()'s counted table, then a running minimum over u), for u <= K. Like
         E(j) without a cap, a child (c, u buckets, free at w) with w > F_u(c) is skipped: that
         bucketing takes every completion of the child too, within K buckets, no later. The table
-        costs what the counted DP costs, O(n^2 K) at worst, so past ``WALK_LIMIT`` steps it is not
-        kept and the search goes without the rule."""
-        cdef int n = self.n, K = self.max_buckets, u, j, w = n + 1
-        cdef int64_t budget = WALK_LIMIT
-        cdef int64_t* e = <int64_t*>malloc((K + 1) * w * sizeof(int64_t))
+        costs what the counted DP costs, O(n^2 K) at worst, so where it would pass
+        ``WALK_LIMIT`` steps (at once if (K - 1) n does: every layer past the first walks each j)
+        it is not kept, and the search goes without the rule."""
+        cdef int n = self.n, K = self.max_buckets, u, w = n + 1
+        cdef int64_t budget = WALK_LIMIT, j
+        cdef int64_t* e
+        if <int64_t>(K - 1) * n > WALK_LIMIT:       # each layer past the first walks every j
+            return 0
+        e = <int64_t*>malloc(<size_t>(K + 1) * <size_t>w * sizeof(int64_t))
         if not e:
             raise MemoryError()
-        for j in range((K + 1) * w):
+        for j in range(<int64_t>(K + 1) * w):
             e[j] = BIG
         e[0] = 0
         with nogil:
@@ -411,8 +416,8 @@ cdef class FusionCore(OptimisationCore):
             return 0
         for u in range(1, K + 1):                   # at most u buckets: the least over fewer
             for j in range(w):
-                if e[(u - 1) * w + j] < e[u * w + j]:
-                    e[u * w + j] = e[(u - 1) * w + j]
+                if e[<int64_t>(u - 1) * w + j] < e[<int64_t>u * w + j]:
+                    e[<int64_t>u * w + j] = e[<int64_t>(u - 1) * w + j]
         self.capped_free = e
         return 0
 
