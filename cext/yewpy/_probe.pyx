@@ -88,6 +88,15 @@ cdef class Prober:
                 return STOP if self.prune_level else LEAF
         return EXPAND
 
+    cdef int _begin(self, object node) except -1:
+        """Frame 0 := ``node`` (None: the root), with what the core learnt from other nodes
+        forgotten (``Core.forget``): the prober visits nodes from all over the tree."""
+        if node is None:
+            self.core.set_root()
+        else:
+            self.core.load(node)
+        return self.core.forget()
+
     cdef double _probe(self, double inc, bint has_inc, object start=None,
                        long long start_depth=0, double end=-1.0) except -1:
         """One probe from the root, or from ``start``, a node at ``start_depth``; with ``end``
@@ -98,11 +107,7 @@ cdef class Prober:
         cdef long long depth = start_depth, generated, expandable, chosen, seen
         cdef double estimate = 1.0, weight = 1.0
         self._frames(2)
-        if start is None:
-            core.set_root()
-        else:
-            core.load(start)
-        core.forget()
+        self._begin(start)
         while depth + 1 < self.max_depth:
             if end > 0 and _now() >= end:
                 break
@@ -147,11 +152,7 @@ cdef class Prober:
         if depth + 1 >= self.max_depth:
             return 0
         self._frames(2)
-        if root:
-            core.set_root()
-        else:
-            core.load(node)
-        core.forget()
+        self._begin(None if root else node)
         core.open(0)
         while core.next(0, 1):
             generated += 1
@@ -188,8 +189,7 @@ cdef class Prober:
         if depth + 1 >= self.max_depth:
             return 0
         self._frames(2)
-        core.load(node)
-        core.forget()
+        self._begin(node)
         core.open(0)
         while f >= 0:
             if not core.next(f, f + 1):

@@ -624,18 +624,13 @@ cdef class FusionCore(OptimisationCore):
         if self.max_buckets:                        # the rest must still fit in the bucket cap
             while lo <= hi and self.depth[frame] + 1 + self.minb[lo] > self.max_buckets:
                 lo += 1
-        when = _max(self.vec[frame * self.streams], self.inst.ready[j])
-        star = self._after(j + 1, when)             # every gradient ready by then, up to hi
-        if star > hi:
-            star = hi
-        if self.cheap[j] < star and not self.max_buckets:   # a least-cost first bucket is ready by then
-            star = self.cheap[j]
+        star = self._first_try(frame, j, hi)
         self.lo[frame], self.hi[frame] = lo, hi
         self.star[frame] = star if star > lo else lo
         return 0
 
     cdef int next(self, int frame, int dest) except -1:
-        cdef int s = self.streams, n = self.n, g, c, o, l, d = self.depth[frame], j = self.covered(frame)
+        cdef int s = self.streams, g, c, o, l, d = self.depth[frame], j = self.covered(frame)
         cdef int lo = self.lo[frame], hi = self.hi[frame], star = self.star[frame]
         cdef int64_t r
         cdef int64_t* v = self.vec + frame * s
@@ -664,14 +659,8 @@ cdef class FusionCore(OptimisationCore):
             self.opt[frame] += 1
             memcpy(w, v, s * sizeof(int64_t))
             _apply(w, s, l, r, self.inst.cost(j, c))
-            if ((self.first_free != NULL and w[0] > self.first_free[c])
-                    or (self.capped_free != NULL and w[0] > self.capped_free[(d + 1) * (n + 1) + c])
-                    or self._dominated(c, d + 1, w)):
-                self.dominated += 1
-                continue
-            self.last[dest], self.last_rank[dest], self.parent[dest] = c, l, frame
-            self.depth[dest] = d + 1
-            return 1
+            if not self._skipped(c, d + 1, w):
+                return self._child(frame, dest, c, l)
 
     cdef inline int _last_fit(self, int j) noexcept nogil:
         """The last end c of a bucket [j, c) that the bytes cap allows (bytes grow with c)."""
@@ -686,17 +675,41 @@ cdef class FusionCore(OptimisationCore):
                 hi = mid - 1
         return lo
 
+    cdef inline int _first_try(self, int frame, int j, int hi) noexcept nogil:
+        """j*, the end tried first after prefix j (ends up to ``hi`` fit): the one that takes every
+        gradient ready when a stream frees up, or without a count cap the end of a least-cost
+        first bucket when that one is smaller."""
+        cdef int64_t when = _max(self.vec[frame * self.streams], self.inst.ready[j])
+        cdef int star = self._after(j + 1, when)
+        if star > hi:
+            star = hi
+        if self.cheap[j] < star and not self.max_buckets:
+            star = self.cheap[j]
+        return star
+
+    cdef inline bint _skipped(self, int c, int used, const int64_t* w) noexcept nogil:
+        """Whether a child at prefix c with ``used`` buckets and free times ``w`` is skipped (and
+        counted as dominated): later than the earliest any bucketing of its prefix frees the one
+        stream (``first_free``, or ``capped_free`` at its count), or dominated in the memo."""
+        if ((self.first_free != NULL and w[0] > self.first_free[c])
+                or (self.capped_free != NULL and w[0] > self.capped_free[used * (self.n + 1) + c])
+                or self._dominated(c, used, w)):
+            self.dominated += 1
+            return True
+        return False
+
+    cdef inline int _child(self, int frame, int dest, int c, int rank) noexcept nogil:
+        """Frame ``dest`` := frame's node with one bucket more, ending at c on stream ``rank``."""
+        self.last[dest], self.last_rank[dest], self.parent[dest] = c, rank, frame
+        self.depth[dest] = self.depth[frame] + 1
+        return 1
+
     cdef int _open_tight(self, int frame, int j) noexcept nogil:
         """``open`` with the tight lists: the same j* as ``open`` finds (by bisection, not a scan
         of every end), and the list's entries either side of it (``lo``: the next below, ``hi``: the
         next at or above), so that ``_next_tight`` gives the children in ``next``'s order."""
-        cdef int hi = self._last_fit(j), mid, star, first = self.tight_at[j], last = self.tight_at[j + 1]
-        cdef int64_t when = _max(self.vec[frame], self.inst.ready[j])
-        star = self._after(j + 1, when)
-        if star > hi:
-            star = hi
-        if self.cheap[j] < star:
-            star = self.cheap[j]
+        cdef int mid, star = self._first_try(frame, j, self._last_fit(j))
+        cdef int first = self.tight_at[j], last = self.tight_at[j + 1]
         while first < last:                         # the first entry >= star
             mid = (first + last) >> 1
             if self.tight_to[mid] < star:
@@ -726,12 +739,8 @@ cdef class FusionCore(OptimisationCore):
                 return 0
             w[0] = self.vec[frame]
             _apply(w, 1, 0, self.inst.ready[c - 1], self.inst.cost(j, c))
-            if w[0] > self.first_free[c] or self._dominated(c, d + 1, w):
-                self.dominated += 1
-                continue
-            self.last[dest], self.last_rank[dest], self.parent[dest] = c, 0, frame
-            self.depth[dest] = d + 1
-            return 1
+            if not self._skipped(c, d + 1, w):
+                return self._child(frame, dest, c, 0)
 
     cdef bint _dominated(self, int j, int used, const int64_t* w) noexcept nogil:
         """True when a state at prefix j no worse than (used, w) was generated before; else remember it."""
