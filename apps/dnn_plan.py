@@ -115,6 +115,9 @@ def _plan(model: Model, cluster: Cluster, train: Training, top: int, exhaustive:
     search = cls(model, cluster, train, top=max(1, top))
     refuse_at_root(search)
     result = search.search(**params)
+    if result.status in STOPPED and "estimate" not in params:   # the seed's plans, where it stopped first
+        result.solutions = search.best_known(result.solutions)
+        result.objective = result.solutions[0][0] if result.solutions else None
     if "estimate" in params or (not result.solutions and result.status in STOPPED):
         # a tree-size estimate, or a search stopped before its first plan: no plan to describe (and
         # an estimate's short search may hold tree leaves, not plans)

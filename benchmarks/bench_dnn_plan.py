@@ -17,6 +17,7 @@ python benchmarks/bench_dnn_plan.py revisions /tmp/base/site 3 mixed  # three ki
 python benchmarks/bench_dnn_plan.py mixed-plans 3  # the same cases' whole planning time, as the CLI times it
 python benchmarks/bench_dnn_plan.py plans-against /tmp/base/site 3  # ... against another tree, alternating
 python benchmarks/bench_dnn_plan.py plans-against /tmp/base/site 3 --stage-replication
+python benchmarks/bench_dnn_plan.py many-kinds /tmp/base/site 60  # four to six GPU kinds, time-capped
 """
 
 from __future__ import annotations
@@ -401,6 +402,46 @@ def plans_against(base: str, repeat: int, replication: bool) -> None:
     print(f"{len(ratios)} cases: {spread}")
 
 
+#: four to six GPU kinds: the first case is the one the seed's subset round was built on, the
+#: others were not looked at while building it
+KINDS = ["dgx-a100-80g", "dgx-a100-40g", "dgx-h100-80g", "dgx-v100-32g", "dgx-v100-16g", "p3.16xlarge"]
+MANY_KINDS = [("megatron-1.7b", "+".join(f"{k}:1x8" for k in KINDS), 64),
+              ("megatron-1.7b", "+".join(f"{k}:1x8" for k in KINDS[:5]), 64),
+              ("llama3-8b", "+".join(f"{k}:2x8" for k in KINDS[:5]), 256),
+              ("llama3-8b", "+".join(f"{k}:1x8" for k in KINDS), 128),
+              ("gpt3-175b", "+".join(f"{k}:4x8" for k in KINDS[:4]), 512),
+              ("mixtral-8x7b", "+".join(f"{k}:2x8" for k in KINDS[:4]), 256),
+              ("megatron-18.4b", "+".join(f"{k}:2x8" for k in KINDS), 512),
+              ("llama3-70b", "+".join(f"{k}:4x8" for k in KINDS[:5]), 512)]
+
+ONE_LIMITED_PLAN = """
+import json, sys, time
+from yewpy.apps.dnn.cluster import load_cluster
+from yewpy.apps.dnn.cost import Training
+from yewpy.apps.dnn.model_files import load_model
+from yewpy.apps.dnn_plan import plan
+model, cluster, batch, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+t0 = time.perf_counter()
+result = plan(load_model(model), load_cluster(cluster), Training(batch, 2048), top=3, time_limit=limit)
+top = [p["iteration_seconds"] for p in result.extras.get("top", [])] or [float("inf")]
+print(json.dumps([time.perf_counter() - t0, result.extras["nodes"], top, str(result.status)]))
+"""
+
+
+def many_kinds(base: str, limit: float, only: str = "") -> None:
+    """Whole planning on four to six GPU kinds (``MANY_KINDS``; those whose model and cluster
+    contain ``only``), this tree against the yewpy at ``base`` (laid out as ``revisions`` says),
+    one run each, ``--time-limit`` ``limit``: seconds, nodes, status and the best plan's time (inf:
+    none)."""
+    for model, cluster, batch in MANY_KINDS:
+        if only not in f"{model} {cluster}":
+            continue
+        runs = _alternating(base, 1, ONE_LIMITED_PLAN, [model, cluster, str(batch), str(limit)])
+        line = "  ".join(f"{which}: {r[0]:6.2f} s, {r[1]:>9,} nodes, {r[3]}, best {r[2][0]:.4f} s"
+                         for which, (r,) in runs.items())
+        print(f"{line}  {model} on {cluster}, B {batch}", flush=True)
+
+
 def main() -> None:
     what = sys.argv[1]
     if what == "sites":
@@ -416,6 +457,8 @@ def main() -> None:
         mixed_tp(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
     elif what == "plans-against":
         plans_against(sys.argv[2], int(sys.argv[3]), "--stage-replication" in sys.argv[4:])
+    elif what == "many-kinds":
+        many_kinds(sys.argv[2], float(sys.argv[3]) if len(sys.argv) > 3 else 60.0, *sys.argv[4:5])
     elif what == "mixed-plans":
         mixed_plans(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
     elif what == "cli":

@@ -401,6 +401,46 @@ def test_the_seed_dives_into_the_shapes_of_least_start_bounds(cluster, many):
         i for i in ranked if search._start_bound(i) < bar] != ranked
 
 
+FIVE_KINDS = "dgx-a100-80g:1x8+dgx-a100-40g:1x8+dgx-h100-80g:1x8+dgx-v100-32g:1x8+dgx-v100-16g:1x8"
+
+
+def test_the_seed_visits_every_set_of_groups_and_widens_on_the_best(monkeypatch):
+    """On five single-node kinds the shapes of least root bound span four or five of them and seed
+    a bar 19% above the third best plan (0.3605 s against 0.3039 s); the subset round seeds the
+    sets of fewer groups, whose plans are the best, and the bar comes within 5% of it. The plans
+    are the search's, whatever the seed."""
+    model, cluster, train = load_model("megatron-1.7b"), load_cluster(FIVE_KINDS), Training(64, 2048)
+    search = PlanSearch(model, cluster, train, top=3)
+    result = search.search()
+    third = result.solutions[2][0]
+    assert search.seed_bar <= 1.05 * third
+    groups = {tuple(sorted({part[0] for part in sh.parts})) for sh in search.shapes}
+    seeded = {tuple(sorted({part[0] for part in search.shapes[sid].parts})) for sid in search.seeded}
+    assert len(groups) == 31 and len(seeded) >= 10 and min(map(len, seeded)) <= 2
+    monkeypatch.setattr(PlanSearch, "_seed_subsets", lambda self, *args: None)
+    assert PlanSearch(model, cluster, train, top=3).seed_bar > 1.15 * third
+
+
+FOUR_SMALL = "dgx-a100-80g:1x4+dgx-v100-16g:1x4+dgx-h100-80g:1x4+dgx-a100-40g:1x4"
+
+
+@pytest.mark.parametrize("hidden, cluster", [
+    (2048, FOUR_SMALL),   # the subset round lowers the bar to the third best plan
+    (1024, FOUR_SMALL),   # ... to within 5% of it
+])
+def test_plans_on_several_kinds_match_the_exhaustive_tree(hidden, cluster):
+    """Four GPU kinds, where the seed's subset round seeds shapes that the rounds before it left
+    out and lowers the bar: the top 3 are the exhaustive tree's."""
+    model = small_model(4, hidden)
+    train = Training(16, 1024, memory_fraction=0.5, memory_reserve=0, microbatches=(1, 2))
+    search = PlanSearch(model, load_cluster(cluster), train, top=3)
+    bnb = search.search()
+    exhaustive = ExhaustivePlanSearch(model, load_cluster(cluster), train, top=3).search()
+    assert len(bnb.solutions) == 3
+    assert [v for v, _ in bnb.solutions] == pytest.approx([v for v, _ in exhaustive.solutions], rel=1e-9)
+    assert search.seed_bar >= bnb.solutions[2][0] * (1 - 1e-9)
+
+
 def test_a_slot_on_two_parts_keeps_the_floors_of_its_own_stage_counts():
     """A slot (shape, part, blocks, stage index, previous part) is reached with different stage
     counts per part in a two-group pipe shape; its cached floors once came from the first counts
@@ -1072,13 +1112,16 @@ def test_planning_pauses_the_cyclic_collector_and_leaves_nothing_for_it(monkeypa
 
 
 @pytest.mark.parametrize("flags, expected", [
-    (["--node-limit", "1"], "No plan yet: the search stopped (node limit) before it found one"),
+    (["--exhaustive", "--node-limit", "1"],
+     "No plan yet: the search stopped (node limit) before it found one"),
+    (["--node-limit", "1"], "Model megatron-1.7b"),    # the seed's plans
     (["--estimate", "0.2"], "estimated nodes = "),
 ])
 def test_a_search_stopped_before_its_first_plan_says_so(flags, expected):
     """A limit that stops the search before it meets a plan, and ``--estimate``, which only samples
     the tree, said "no plan fits ... in memory" with exit status 2 (the same plan is found in 9
-    nodes without the limit)."""
+    nodes without the limit). Where the seed met plans (not in the exhaustive tree), they are
+    the answer."""
     argv = ["dnn-plan", "--model", "megatron-1.7b", "--cluster", "dgx-a100-80g:2x8", "--global-batch", "64",
             "--quiet", *flags]
     out = subprocess.run([*yewpy_cmd(), *argv], capture_output=True, text=True, timeout=120)
@@ -1086,6 +1129,26 @@ def test_a_search_stopped_before_its_first_plan_says_so(flags, expected):
     assert out.stdout.startswith(expected)
     if "--node-limit" in flags:
         assert "status = node_limit" in out.stdout.splitlines()
+
+
+@pytest.mark.parametrize("cluster", ["dgx-a100-80g:1x4+dgx-v100-32g:1x4", FOUR_SMALL])
+def test_a_stopped_search_reports_the_seeds_plans(cluster):
+    """A search stopped before it meets the seed's plans (six GPU kinds: 60 s) reports the best of
+    them and of its own, one per shape: real plans, replayed at their times, each of the K no
+    better than the K-th best of the whole search."""
+    model = small_model(4, 2048)
+    train = Training(16, 1024, memory_fraction=0.5, memory_reserve=0, microbatches=(1, 2))
+    whole = plan(model, load_cluster(cluster), train, top=3)
+    stopped = plan(model, load_cluster(cluster), train, top=3, node_limit=3)
+    assert stopped.status == "node_limit" and whole.status == "optimal"
+    assert len(stopped.solutions) == 3 and stopped.objective == stopped.solutions[0][0]
+    times = [seconds for seconds, _ in stopped.solutions]
+    assert times == sorted(times) and all(t >= w * (1 - 1e-9) for t, (w, _) in zip(times, whole.solutions))
+    assert [p["iteration_seconds"] for p in stopped.extras["top"]] == pytest.approx(times, rel=1e-9)
+    search = PlanSearch(model, load_cluster(cluster), train, top=3)
+    assert search.search(node_limit=3).solutions == []       # the search alone met none
+    for sid, leaf in search.seed_plans.items():
+        assert search.replay(leaf) == pytest.approx(search.seeded[sid], rel=1e-12)
 
 
 @pytest.mark.parametrize("flag", [["--estimate", "1"], ["--node-limit", "5"], ["--time-limit", "1"],

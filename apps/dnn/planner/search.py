@@ -73,7 +73,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "_least_cache",
         "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
         "_stage_floor_cores", "_wan_cache", "_kind_cache", "_table_keys", "_twins_cache", "_ratio_cache",
-        "_ranking",
+        "_ranking", "seed_plans",
         "_leave_cache", "_blocks_cache", "_packed_cache", "_mixed_floors_cache", "_parts_floors",
         "_sibling_floors", "_parts_cores", "_hap_cores", "_hap_roots", "_time_floors_cache", "_modes_cache",
         "_parts_cache", "_steps_cache", "_send_cache", "_alike_cache", "_alike_by_costs",
@@ -108,6 +108,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self.found: dict = {}  # shape -> the best time this worker has seen
         self.seeded: dict = {}  # shape -> the time of a leaf the seed met in it (a limit, not a record)
         self.seed_bar = math.inf  # the seed's top-th best shape time: the bar before the search
+        self.seed_plans: dict = {}  # shape -> the leaf behind ``seeded[shape]`` (``best_known``)
         self.n = len(model.blocks)
         self.memo_on = memo
         self.memo: dict = {}
@@ -634,15 +635,20 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
 
     def replay(self, leaf: tuple) -> float:
         """The time of a leaf's plan (found by another PlanSearch with the same shapes) on this cluster."""
+        node = self.rebuild(leaf)
+        return math.inf if node is None else self.leaf_time(node)[0]
+
+    def rebuild(self, leaf: tuple) -> tuple | None:
+        """A leaf's stages (``leaf[7]``, from this or another PlanSearch with the same shapes) made
+        again on this cluster (``make``): the leaf with its sums, or None where a stage does not fit."""
         sid, stages = leaf[1], leaf[7]
         pipe = self.shapes[sid].mode == "pipe"
         node = self.start_node(sid)
         for part, k, rc, z in stages:
-            nxt = self.make(sid, node, part if pipe else None, k, rc, z)
-            if nxt is None:
-                return math.inf
-            node = nxt
-        return self.leaf_time(node)[0]
+            node = self.make(sid, node, part if pipe else None, k, rc, z)
+            if node is None:
+                return None
+        return node
 
     # -- objective and bound ---------------------------------------------------------------------
 

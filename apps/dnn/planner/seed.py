@@ -13,6 +13,10 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+#: the most sets of device groups the seed's subset round visits (``Seeding._seed_subsets``), those
+#: of fewest groups first: all 63 of six kinds
+SUBSETS = 64
+
 
 class Seeding:
     """``_seed`` and the dives it makes."""
@@ -28,7 +32,8 @@ class Seeding:
         seed takes without the flag, then ``many`` more of any: DAPPLE's two widths multiply the
         shapes, and their low root bounds crowded the plain shapes out of the seed's window
         (Falcon-180B on 32 H100 + 16 A100 nodes: a bar of 30.8 s with the flag, 24.1 s
-        without). Every worker computes the same, so a thief prunes at once."""
+        without). Then the sets of device groups those shapes leave out (``_seed_subsets``). Every
+        worker computes the same, so a thief prunes at once."""
         saved, self.memo_on = self.memo_on, False  # a dive must not fill the dominance memo
         times: list[float] = []
         many = tries * max(self.top, 3)
@@ -40,17 +45,46 @@ class Seeding:
                     self._seed_one(sid, budget, times)
             for sid in self._seed_shapes(many, range(len(self.shapes)), tried):
                 self._seed_one(sid, budget, times)
+            self._seed_subsets(many, budget, times, tried)
         finally:
             self.memo_on = saved
         return times[self.top - 1] if len(times) >= self.top else math.inf
 
+    def _seed_subsets(self, many: int, budget: int, times: list[float], tried: set[int]) -> None:
+        """Seed each set of device groups that no shape seeded so far uses, and widen on the best of
+        them. The least root bounds belong to the shapes on the most GPUs, whose bounds are
+        loosest: on one node each of six kinds, every shape the rounds above seed spans five or six
+        of them, their bar is 1.22 s against an optimum of 0.30 s, and the search did not end in
+        60 s. First one shape per left-out set (``SUBSETS`` at most, fewest groups first), by least
+        start bound; then, where some beat the bar the rounds above left, ``many`` more on each of
+        the two best such sets (there: a bar of 0.313 s, and the search ends in 14 s)."""
+        by_set: dict[tuple, list[int]] = {}
+        for sid, sh in enumerate(self.shapes):
+            by_set.setdefault(tuple(sorted({part[0] for part in sh.parts})), []).append(sid)
+        if len(by_set) < 2:
+            return
+        seeded = {key for key, ids in by_set.items() if any(sid in self.seeded for sid in ids)}
+        left = sorted((key for key in by_set if key not in seeded), key=lambda key: (len(key), key))
+        before = self.seed_bar
+        better: dict[tuple, float] = {}
+        for key in left[:SUBSETS]:
+            for sid in self._seed_shapes(1, by_set[key], tried):
+                self._seed_one(sid, budget, times)
+                if self.seeded.get(sid, math.inf) < before:
+                    better[key] = self.seeded[sid]
+        for key in sorted(better, key=lambda key: (better[key], key))[:2]:
+            for sid in self._seed_shapes(many, by_set[key], tried):
+                self._seed_one(sid, budget, times)
+
     def _seed_one(self, sid: int, budget: int, times: list[float]) -> None:
         """Seed shape ``sid`` with its cut's leaf, or the walk's where the cut finds none (the walk
         seldom beats the cut, and costs more); ``times``, kept sorted, gains its time."""
-        cut = self._cut_leaf(sid)
-        seconds = cut if cut < math.inf else self._first_leaf(sid, budget)
-        if seconds < math.inf:
+        seconds, leaf = self._cut_plan(sid)
+        if leaf is None:
+            seconds, leaf = self._first_plan(sid, budget)
+        if leaf is not None:
             self.seeded[sid] = seconds
+            self.seed_plans[sid] = leaf
             times.append(seconds)
             times.sort()
             if len(times) >= self.top:  # later dives, and the shapes still to choose, read it
@@ -98,23 +132,40 @@ class Seeding:
         self._stage_floored(sid)
         return self.root_lb[sid]
 
+    def best_known(self, solutions: list) -> list:
+        """The ``top`` best of ``solutions`` (a stopped search's (seconds, leaf) pairs) and the seed's
+        plans, one per shape: a search stopped before it met the seed's plans (six GPU kinds, 60 s)
+        still reports them."""
+        best: dict = {}
+        seeds = [(self.seeded[sid], leaf) for sid, leaf in self.seed_plans.items()]
+        for seconds, leaf in [*solutions, *seeds]:
+            if leaf[1] not in best or seconds < best[leaf[1]][0]:
+                best[leaf[1]] = (seconds, leaf)
+        return sorted(best.values(), key=lambda pair: (pair[0], pair[1][1], pair[1][8]))[: self.top]
+
     def _cut_leaf(self, sid: int, rounds: int = 6) -> float:
-        """The time of a leaf of a pipe shape whose stages are cut as long as a cap on each stage's
+        """The time of ``_cut_plan``'s leaf (inf: none)."""
+        return self._cut_plan(sid, rounds)[0]
+
+    def _cut_plan(self, sid: int, rounds: int = 6) -> tuple[float, tuple | None]:
+        """The time and leaf of a pipe shape whose stages are cut as long as a cap on each stage's
         steady term plus exposed time, c1 x steady + exposed, allows (each stage taking its
         memory-feasible option of least fill time under the cap), the cap bisected ``rounds``
         times: Eq. 1 is dominated by its largest stage, and memory makes the early stages (more
         micro-batches in flight) shorter, which the tree's balanced first child is not. Several
         parts (mixed GPU kinds, sites, DAPPLE's two widths) take their stages one part after
-        another, in each order of ``_part_sequences``, the best kept. inf where not a pipe shape,
-        under Megatron-LM's or Galvatron's stage rule (the cut knows neither), or if no cut fits."""
+        another, in each order of ``_part_sequences``, the best kept. (inf, None) where not a pipe
+        shape, under Megatron-LM's or Galvatron's stage rule (the cut knows neither), or if no cut
+        fits."""
         sh = self.shapes[sid]
         pipe = sh.mode == "pipe" and not (self.train.megatron_stages or self.train.galvatron_stages)
         if not pipe or self.root_lb[sid] == math.inf:
-            return math.inf
-        return min(self._cut_in_order(sid, sequence, rounds) for sequence in self._part_sequences(sid))
+            return math.inf, None
+        return min((self._cut_in_order(sid, sequence, rounds) for sequence in self._part_sequences(sid)),
+                   key=lambda plan: plan[0])
 
-    def _cut_in_order(self, sid: int, sequence: list[int], rounds: int) -> float:
-        """``_cut_leaf`` with stage j on part ``sequence[j]``."""
+    def _cut_in_order(self, sid: int, sequence: list[int], rounds: int) -> tuple[float, tuple | None]:
+        """``_cut_plan`` with stage j on part ``sequence[j]``."""
         sh = self.shapes[sid]
         n, v, c1 = self.n, sh.v, sh.c1
 
@@ -151,7 +202,7 @@ class Seeding:
                 break
             low, high = high, high * 1.5
         else:
-            return math.inf
+            return math.inf, None
         for _ in range(rounds):
             mid = (low + high) / 2
             tighter = cut(mid)
@@ -159,7 +210,8 @@ class Seeding:
                 low = mid
             else:
                 high, stages = mid, tighter
-        return self.replay(("s", sid, n, (), (), (), 0.0, stages, ()))
+        leaf = self.rebuild(("s", sid, n, (), (), (), 0.0, stages, ()))
+        return (math.inf, None) if leaf is None else (self.leaf_time(leaf)[0], leaf)
 
     def _part_sequences(self, sid: int) -> list[list[int]]:
         """The part of each stage of pipe shape ``sid`` in the cut: every stage of the fastest part
@@ -173,11 +225,11 @@ class Seeding:
             out.append([i for i in order for _ in range(sh.parts[i][1])])
         return out
 
-    def _first_leaf(self, sid: int, budget: int) -> float:
-        """The time of the first leaf a depth-first walk of shape ``sid`` meets within ``budget`` nodes
-        (inf if none). Slots keep the tree's order (balanced stages first); a slot's (recompute, ZeRO)
-        options are tried by least bound, so one costly option (ZeRO-2's exposed reduce-scatters) is
-        not taken because it comes first."""
+    def _first_plan(self, sid: int, budget: int) -> tuple[float, tuple | None]:
+        """The time and the first leaf a depth-first walk of shape ``sid`` meets within ``budget``
+        nodes ((inf, None) if none). Slots keep the tree's order (balanced stages first); a slot's
+        (recompute, ZeRO) options are tried by least bound, so one costly option (ZeRO-2's exposed
+        reduce-scatters) is not taken because it comes first."""
         stack = [self._dive_children(sid, self.start_node(sid))]
         while stack and budget > 0:
             child = next(stack[-1], None)
@@ -188,10 +240,10 @@ class Seeding:
             if not any(child[3]):
                 seconds = self.objective(child)
                 if seconds < math.inf:
-                    return seconds
+                    return seconds, child
                 continue
             stack.append(self._dive_children(sid, child))
-        return math.inf
+        return math.inf, None
 
     def _dive_children(self, sid: int, node: tuple) -> Any:
         """``node``'s children in tree order of their slots, each slot's options by least bound."""
