@@ -114,9 +114,11 @@ def _plan(model: Model, cluster: Cluster, train: Training, top: int, exhaustive:
     cls = ExhaustivePlanSearch if exhaustive else PlanSearch
     search = cls(model, cluster, train, top=max(1, top))
     refuse_at_root(search)
+    if params.get("time_limit") is not None:   # the limit is the planning's: shapes and seed count
+        params["time_limit"] = max(params["time_limit"] - (time.perf_counter() - start), 0.0)
     result = search.search(**params)
     if result.status in STOPPED and "estimate" not in params:   # the seed's plans, where it stopped first
-        result.solutions = search.best_known(result.solutions)
+        result.solutions = search.best_known(result.solutions, params.get("initial_bound"))
         result.objective = result.solutions[0][0] if result.solutions else None
     if "estimate" in params or (not result.solutions and result.status in STOPPED):
         # a tree-size estimate, or a search stopped before its first plan: no plan to describe (and

@@ -65,7 +65,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
     #: children whose bound cannot enter the top list are not generated (the exhaustive tree: all are)
     pruning = True
 
-    #: caches whose entries depend only on their keys: a copy shares them (see ``__deepcopy__``)
+    #: caches whose entries depend only on their keys, and what the constructor writes once (the
+    #: seed's plans): a copy shares them (see ``__deepcopy__``)
     SHARED = frozenset({
         "model", "cluster", "given", "covers", "rests", "train", "shapes", "tables", "_any_d_tables", "costs",
         "opts",
@@ -640,7 +641,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
 
     def rebuild(self, leaf: tuple) -> tuple | None:
         """A leaf's stages (``leaf[7]``, from this or another PlanSearch with the same shapes) made
-        again on this cluster (``make``): the leaf with its sums, or None where a stage does not fit."""
+        again on this cluster (``make``): the leaf with its sums and an empty ``order``, or None
+        where a stage does not fit."""
         sid, stages = leaf[1], leaf[7]
         pipe = self.shapes[sid].mode == "pipe"
         node = self.start_node(sid)

@@ -24,7 +24,7 @@ class Seeding:
     def _seed(self, tries: int = 8, budget: int = 150) -> float:
         """An upper bound on the top-th best shape's time before the search. In each of at most
         ``many = tries * max(top, 3)`` shapes (twice that with --stage-replication), taken by least
-        start-node bound (``_seed_shapes``): the min-max cut's leaf (``_cut_leaf``), or where the
+        start-node bound (``_seed_shapes``): the min-max cut's leaf (``_cut_plan``), or where the
         cut finds none, the first leaf of a depth-first walk that may backtrack (``budget`` nodes
         at most: a greedy dive mostly dies where memory runs out), pruned against what is known so
         far. It becomes that shape's own limit (``seeded``), the top-th best over the shapes the
@@ -58,6 +58,8 @@ class Seeding:
         60 s. First one shape per left-out set (``SUBSETS`` at most, fewest groups first), by least
         start bound; then, where some beat the bar the rounds above left, ``many`` more on each of
         the two best such sets (there: a bar of 0.313 s, and the search ends in 14 s)."""
+        if len(self.cluster.groups) < 2:
+            return
         by_set: dict[tuple, list[int]] = {}
         for sid, sh in enumerate(self.shapes):
             by_set.setdefault(tuple(sorted({part[0] for part in sh.parts})), []).append(sid)
@@ -132,20 +134,18 @@ class Seeding:
         self._stage_floored(sid)
         return self.root_lb[sid]
 
-    def best_known(self, solutions: list) -> list:
+    def best_known(self, solutions: list, bound: float | None = None) -> list:
         """The ``top`` best of ``solutions`` (a stopped search's (seconds, leaf) pairs) and the seed's
-        plans, one per shape: a search stopped before it met the seed's plans (six GPU kinds, 60 s)
+        plans no slower than ``bound`` (the search's ``initial_bound``, if any), one per shape, in
+        the engine's order: a search stopped before it met the seed's plans (six GPU kinds, 60 s)
         still reports them."""
         best: dict = {}
-        seeds = [(self.seeded[sid], leaf) for sid, leaf in self.seed_plans.items()]
+        seeds = [(self.seeded[sid], leaf) for sid, leaf in self.seed_plans.items()
+                 if bound is None or self.seeded[sid] <= bound]
         for seconds, leaf in [*solutions, *seeds]:
             if leaf[1] not in best or seconds < best[leaf[1]][0]:
                 best[leaf[1]] = (seconds, leaf)
-        return sorted(best.values(), key=lambda pair: (pair[0], pair[1][1], pair[1][8]))[: self.top]
-
-    def _cut_leaf(self, sid: int, rounds: int = 6) -> float:
-        """The time of ``_cut_plan``'s leaf (inf: none)."""
-        return self._cut_plan(sid, rounds)[0]
+        return sorted(best.values(), key=lambda pair: (pair[0], *self.tiebreak(pair[1])))[: self.top]
 
     def _cut_plan(self, sid: int, rounds: int = 6) -> tuple[float, tuple | None]:
         """The time and leaf of a pipe shape whose stages are cut as long as a cap on each stage's
