@@ -69,7 +69,7 @@ class Seeding:
             by_set.setdefault(key, []).append(sid)
         if len(by_set) < 2:
             return
-        seeded = {key for key, ids in by_set.items() if any(sid in self.seeded for sid in ids)}
+        seeded = {of_parts[self.shapes[sid].parts] for sid in self.seeded}
         left = sorted((key for key in by_set if key not in seeded), key=lambda key: (len(key), key))
         before = self.seed_bar
         better: dict[tuple, float] = {}
