@@ -1194,6 +1194,28 @@ def test_a_stopped_search_keeps_the_better_of_its_own_and_the_seeds_plan_of_a_sh
     assert [(v, leaf[1]) for v, leaf in merged] == expected[:3]
 
 
+@pytest.mark.parametrize("coordination", ["seq", "stacksteal", "budget"])
+def test_a_stopped_plan_search_proves_a_bound_below_the_optimum(coordination):
+    """``Result.bound`` of a stopped plan search: no plan is faster (the whole search's optimum is
+    at least it), the reported plan no faster than the optimum, and the gap between them; a
+    finished search's bound is its plan. Every node limit on four kinds, past the seed's plans."""
+    model = small_model(4, 2048)
+    train = Training(16, 1024, memory_fraction=0.5, memory_reserve=0, microbatches=(1, 2))
+    whole = plan(model, load_cluster(FOUR_SMALL), train, top=3)
+    optimum = whole.objective
+    assert whole.status == "optimal" and whole.bound == optimum and whole.gap == 0
+    gaps = []
+    for limit in (1, 3, 10, 30, 100, 300, 1000):
+        stopped = plan(model, load_cluster(FOUR_SMALL), train, top=3, node_limit=limit,
+                       coordination=coordination)
+        if stopped.status == "optimal":
+            assert stopped.bound == stopped.objective == optimum
+            continue
+        assert stopped.bound <= optimum <= stopped.objective * (1 + 1e-9), limit
+        gaps.append(stopped.gap)
+    assert len(gaps) >= 5 and all(g > 0 for g in gaps) and gaps[-1] < gaps[0] / 2   # it tightens
+
+
 @pytest.mark.parametrize("flag", [["--estimate", "1"], ["--node-limit", "5"], ["--time-limit", "1"],
                                   ["--model", "gpt3-175b"], ["--top", "5"], ["--seq", "4096"], ["--no-sp"],
                                   ["--eta", "0.5"], ["--recompute", "full"], ["--fix", "tp=8"],

@@ -103,6 +103,11 @@ class Optimisation(_Search):
 
     sense: str = "max"
 
+    #: ``children`` yields only children whose bound can still win (it prunes as it makes them, as
+    #: the DNN planner does): the engine does not bound them again, and ``bound`` serves only the
+    #: proven bound of what a stopped search leaves open (``Result.bound``).
+    bounded_children: bool = False
+
     def objective(self, node: Any) -> float:
         """The node's objective value (the root is never a candidate)."""
         raise NotImplementedError(f"{type(self).__name__} must define objective(node)")
@@ -114,9 +119,10 @@ class Optimisation(_Search):
     def _core(self) -> PyCore:
         if self.sense not in ("max", "min"):
             raise ValueError(f"sense must be 'max' or 'min', got {self.sense!r}")
-        has_bound = type(self).bound is not Optimisation.bound
-        return PyCore(self, OPTIMISATION, has_bound, 1.0 if self.sense == "max" else -1.0, False,
-                      self._leaf_test())
+        defined = type(self).bound is not Optimisation.bound
+        return PyCore(self, OPTIMISATION, defined and not self.bounded_children,
+                      1.0 if self.sense == "max" else -1.0, False, self._leaf_test(),
+                      self.bound if defined and self.bounded_children else None)
 
 
 class TopK(Ranked, Optimisation):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,12 @@ class Result:
     ``node_limit`` or ``interrupted`` (stopped early: the answer is the best known, not proved).
     A top-K search (kind ``topk``) has ``solutions``: ``(objective, solution)`` pairs, best first;
     ``objective`` and ``solution`` are the first of them.
+
+    ``bound`` (optimisation and top-K): the best objective any solution can have, proven. It is
+    ``objective`` when the search finished; a stopped search bounds the work it left open (its
+    open frames and tasks, with the search's ``bound``) and takes the better of that and its
+    answer; None where that work could not be bounded (no ``bound``, the ``ordered``
+    coordination). ``gap`` is how far the answer may still be from the optimum.
     """
 
     kind: str
@@ -34,6 +41,16 @@ class Result:
     metrics: dict = field(default_factory=dict)
     extras: dict = field(default_factory=dict)   # app-specific top-level JSON keys
     timed: str = "search only"                   # what ``seconds`` covers, as the CLI labels it
+    bound: Any = None
+
+    @property
+    def gap(self) -> float | None:
+        """|bound - objective| / |objective|, as MIP solvers report it (0 when proven optimal,
+        inf when the objective is 0 and the bound is not); None where either is unknown."""
+        if self.bound is None or self.objective is None:
+            return None
+        diff = abs(self.bound - self.objective)
+        return diff / abs(self.objective) if self.objective else (math.inf if diff else 0.0)
 
     @property
     def answer(self) -> Any:
@@ -46,6 +63,9 @@ class Result:
         if self.kind == "topk":
             answer = [{"objective": objective, "solution": solution} for objective, solution in answer]
         ranked = {"objective": self.objective} if self.kind == "topk" else {}
+        if self.kind in ("optimisation", "topk"):
+            gap = self.gap
+            ranked.update(bound=self.bound, gap=None if gap is None or math.isinf(gap) else gap)
         return {"kind": self.kind, ANSWER_KEY[self.kind]: answer, **ranked, "solution": self.solution,
                 "nodes": self.nodes, "seconds": self.seconds, "status": self.status, "metrics": self.metrics,
                 **self.extras}

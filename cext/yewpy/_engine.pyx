@@ -63,7 +63,7 @@ cdef class PyCore(Core):
     cdef long long count
     cdef bint counting
 
-    def __init__(self, problem, int kind, bint has_bound, double sign, bint counting, leaf=None):
+    def __init__(self, problem, int kind, bint has_bound, double sign, bint counting, leaf=None, bound=None):
         self.problem = problem
         self.leaf_fn = leaf
         self.kind = kind
@@ -79,7 +79,9 @@ cdef class PyCore(Core):
             self.acc = problem.zero
         else:
             self.objective_fn = problem.objective
-            self.bound_fn = problem.bound if has_bound else None
+            # ``bound``: the problem's bound where the engine does not prune with it (its children
+            # are bounded as they are made): only a stopped search's open work is bounded with it
+            self.bound_fn = problem.bound if has_bound else bound
 
     cdef int reserve(self, int frames) except -1:
         while len(self.nodes) < frames:
@@ -732,6 +734,44 @@ cdef class Engine:
         closed = [(self.m_closed[3 * d], self.m_closed[3 * d + 1], self.m_closed[3 * d + 2])
                   for d in range(self.m_cap)]
         return frames, closed
+
+    def open_bound(self, tasks=(), double deadline=0):
+        """The best bound, signed (``sign * bound``, largest), of what is left open here: each open
+        frame's remaining children, made and bounded one by one until ``deadline`` (the engine's
+        clock; 0: none), then the frame's own bound, which covers them; and ``tasks`` (a pool's
+        ``(depth, node)``). -inf where nothing is open; None where the core cannot bound (a Python
+        search without ``bound``). It uses up the frames' generators and loads each task into
+        frame 0: call it only once the search has stopped, and it ends the current task."""
+        cdef Core core = self.core
+        cdef double best = -INFINITY, b, here
+        cdef int f, scratch
+        if not core.has_bound and not (isinstance(core, PyCore) and (<PyCore>core).bound_fn is not None):
+            return None
+        scratch = self.top + 1
+        self._reserve(scratch + 1)
+        for f in range(self.top + 1):        # shallowest first: their own bounds are the loosest
+            if self.closed[f]:
+                continue
+            here = -INFINITY
+            while True:
+                if deadline > 0 and _now() > deadline:
+                    here = core.sign * core.bound(f)
+                    break
+                if core.next(f, scratch) == 0:
+                    break
+                b = core.sign * core.bound(scratch)
+                if b > here:
+                    here = b
+            self.closed[f] = 1
+            if here > best:
+                best = here
+        self.top = -1
+        for _, node in tasks:
+            core.load(node)
+            b = core.sign * core.bound(0)
+            if b > best:
+                best = b
+        return best
 
     def frame_node(self, int frame):
         """The node of open frame ``frame`` (0: the current task's root), as ``split`` hands it out."""

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
-from yewpy._engine import Engine
-from yewpy.core import ENUMERATION, Core
+from yewpy._engine import Engine, monotonic
+from yewpy.core import ENUMERATION, OPTIMISATION, Core
 from yewpy.errors import UsageError
 from yewpy.operations import checkpoint as ckpt
 from yewpy.operations.atomic import check_writable
@@ -49,6 +49,11 @@ def remember_signals() -> None:
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, remember)
+
+
+#: a stopped optimisation bounds its open frames' children one by one for this share of the run's
+#: seconds, at least BOUND_LEAST and at most BOUND_SECONDS; the frames left use their own bounds
+BOUND_SHARE, BOUND_LEAST, BOUND_SECONDS = 0.05, 0.01, 1.0
 
 
 class Session:
@@ -171,9 +176,12 @@ class Session:
         part["tasks"] = pool.tasks()
         return part
 
-    def final_part(self, engine: Engine, pool: Any, status: str) -> dict:
-        """The part this rank ends with; it carries the unexplored work when a checkpoint wants it."""
-        leftover = self.checkpoint_path is not None and status not in ("done", "found")
+    def final_part(self, engine: Engine, pool: Any, status: str, holds_all: bool = True) -> dict:
+        """The part this rank ends with; it carries the unexplored work when a checkpoint wants it,
+        and a stopped optimisation's ``open_bound`` where the engine and pool hold all of this
+        rank's open work (``holds_all``: the coordination's work is resumable from them)."""
+        stopped = status not in ("done", "found")
+        leftover = self.checkpoint_path is not None and stopped
         if leftover and engine.active:
             pool.extend(engine.split(True, True))
         part = self.summary(engine, status)
@@ -185,6 +193,11 @@ class Session:
             started = time.perf_counter()
             part["open_work"] = self.open_work(engine, pool, counting=(started - self.start) / 2)
             part["open_work_seconds"] = time.perf_counter() - started
+        if self.kind == OPTIMISATION and holds_all and stopped and not self.open_work_at_end:
+            # last: it uses up the engine's frames (``Result.bound``)
+            now = monotonic()
+            spend = min(BOUND_SECONDS, BOUND_SHARE * (time.perf_counter() - self.start))
+            part["open_bound"] = engine.open_bound(pool.tasks(), now + max(spend, BOUND_LEAST))
         return part
 
     def open_work(self, engine: Engine, pool: Any, counting: float | None = None) -> Left:

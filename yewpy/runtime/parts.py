@@ -7,6 +7,7 @@ it can travel between ranks and sit in a checkpoint; any number of parts merge i
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from yewpy._engine import Engine
@@ -109,4 +110,20 @@ def build_result(problem: Any, core: Core, parts: list, seconds: float, initial:
             result.objective = initial_bound
             result.solution = initial_solution
         result.status = stop or "optimal"
+    if kind in ("optimisation", "topk"):
+        result.bound = proven_bound(result, parts, initial[0], core.sign)
     return result
+
+
+def proven_bound(result: Result, parts: list, initial_bound: Any, sign: float) -> Any:
+    """The best objective that any solution can have, proven: a finished search's answer; for a
+    stopped one, the best of its answer, ``initial_bound`` (what is worse was pruned) and every
+    rank's ``open_bound`` (its open work's); None where a rank could not bound its open work."""
+    if result.status not in STOPPED:
+        return result.objective
+    opened = [p["open_bound"] for p in parts if "open_bound" in p]   # a resumed checkpoint's have none
+    if not opened or None in opened:
+        return None
+    known = [sign * float(v) for v in (result.objective, initial_bound) if v is not None]
+    best = max(opened + known)
+    return None if best == -math.inf else _integral(sign * best)

@@ -214,12 +214,23 @@ def report(app: str, args: argparse.Namespace, result: Result, lines: list[str])
     if args.json:
         return json.dumps({"app": app, "skeleton": args.skeleton, "ranks": result.metrics.get("ranks", 1),
                            **result.to_dict()}, default=str)
-    text = [*lines, f"nodes = {result.nodes}", f"status = {result.status}",
+    text = [*lines, f"nodes = {result.nodes}", f"status = {result.status}", *bound_lines(result),
             f"wall seconds = {result.seconds:.3f} ({result.timed})",
             f"ranks = {result.metrics.get('ranks', 1)}"]
     if args.metrics:
         text.append(table(result.metrics["per_rank"]))
     return "\n".join(text)
+
+
+def bound_lines(result: Result) -> list[str]:
+    """A stopped optimisation's proven bound and gap (``Result.bound``), or why it has none."""
+    if result.status not in STOPPED or result.kind not in ("optimisation", "topk"):
+        return []
+    if result.bound is None:
+        return ["bound = unknown (this search or coordination cannot bound the work left open)"]
+    gap = result.gap
+    gap_text = "" if gap is None else f"; gap {gap:.2%}" if math.isfinite(gap) else "; gap unbounded"
+    return [f"bound = {result.bound:g} (proven: no solution is better{gap_text})"]
 
 
 def _agree_failure(exc: BaseException) -> None:

@@ -64,6 +64,9 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
     combined_pareto = True
     #: children whose bound cannot enter the top list are not generated (the exhaustive tree: all are)
     pruning = True
+    #: ``children`` bounds what it makes (``time_bound``): the engine bounds only what a stopped
+    #: search leaves open (``Result.bound``)
+    bounded_children = True
 
     #: caches whose entries depend only on their keys, and what the constructor writes once (the
     #: seed's plans): a copy shares them (see ``__deepcopy__``)
@@ -225,6 +228,10 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         for child in self._children(node):
             if self._promising(child):
                 yield child
+
+    def bound(self, node: tuple) -> float:
+        """``time_bound``: the least time of any plan below ``node``."""
+        return self.time_bound(node)
 
     def _promising(self, child: tuple, limit: float | None = None) -> bool:
         """Whether the child's bound reaches neither the top-K threshold nor its shape's best time

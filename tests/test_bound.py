@@ -1,0 +1,145 @@
+"""The proven bound of a stopped optimisation (``Result.bound``, ``Result.gap``): exact where the
+search's bound is exact, never tighter than the optimum, on every coordination and rank count,
+for Python searches, compiled cores, the CLI and the DNN planner."""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from bound_trees import Paths
+
+import yewpy
+from support import run_ranks, yewpy_cmd
+from yewpy.result import STOPPED, Result
+
+
+def _check(results: dict) -> int:
+    """Each [status, objective, bound] against brute force; the number of stopped searches."""
+    stopped = 0
+    for key, (status, objective, bound) in results.items():
+        seed, sense, slack = key.split("/")[:3]
+        tree = Paths(int(seed), sense, int(slack))
+        optimum, sign = tree.optimum(), tree.sign
+        if status in STOPPED:
+            stopped += 1
+            if int(slack) == 0:     # the optimum was found, or lies in the open work, bounded exactly
+                assert bound == optimum, key
+            else:                   # a loose bound is looser, never tighter
+                assert sign * (bound - optimum) >= 0, key
+            assert sign * (bound - objective) >= 0, key
+        else:
+            assert status == "optimal" and objective == bound == optimum, key
+    return stopped
+
+
+def test_a_stopped_search_bounds_what_it_left_open_on_every_coordination():
+    from bound_trees import run_all
+
+    results = run_all()
+    stopped = _check(results)
+    assert stopped > len(results) // 2         # most limits stop the search: the test has teeth
+
+
+@pytest.mark.parametrize("ranks", [2, 4, 16])
+def test_the_bound_covers_every_ranks_open_work(ranks, tmp_path):
+    """Stolen tasks, pools and messages in flight: a rank's open work missing from the bound
+    would show as a bound below the optimum of an exact-bound tree."""
+    script = Path(__file__).with_name("bound_trees.py")
+    out = run_ranks(ranks, [sys.executable, str(script), str(tmp_path)], cwd=tmp_path, timeout=600)
+    assert out.returncode == 0, out.stderr
+    got = [json.loads((tmp_path / f"bounds.{rank}.json").read_text()) for rank in range(ranks)]
+    assert all(g == got[0] for g in got)      # every rank returns the same merged Result
+    assert _check(got[0]) > 0
+
+
+def test_an_ordered_search_or_one_without_a_bound_reports_none():
+    tree = Paths(1)
+    assert tree.search("ordered", spawn_depth=1, node_limit=3).bound is None
+
+    class NoBound(yewpy.Optimisation):
+        def root(self):
+            return ()
+
+        def children(self, path):
+            if len(path) < 6:
+                yield path + (0,)
+                yield path + (1,)
+
+        def objective(self, path):
+            return sum(path)
+
+    stopped = NoBound().search(node_limit=5)
+    assert stopped.status == "node_limit" and stopped.bound is None and stopped.gap is None
+    done = NoBound().search()
+    assert done.status == "optimal" and done.bound == done.objective == 6 and done.gap == 0
+
+
+def test_bounded_children_are_not_bounded_again_but_bound_the_open_work():
+    """``bounded_children``: the engine never calls ``bound`` while searching, only on what a
+    stopped search leaves open."""
+
+    class Counted(Paths):
+        bounded_children = True
+        calls = 0
+
+        def bound(self, path):
+            Counted.calls += 1
+            return super().bound(path)
+
+    full = Counted(2).search()
+    assert full.status == "optimal" and Counted.calls == 0 and full.bound == full.objective
+    stopped = Counted(2).search(node_limit=4)
+    assert stopped.status == "node_limit" and Counted.calls > 0 and stopped.bound == Paths(2).optimum()
+
+
+def test_the_gap_is_relative_to_the_answer():
+    def gap(objective, bound):
+        return Result("optimisation", "time_limit", 1, 0.0, objective=objective, bound=bound).gap
+
+    assert gap(80, 100) == 0.25 and gap(-4, -2) == 0.5 and gap(3, 3) == 0.0
+    assert gap(0, 1) == math.inf and gap(None, 5) is None and gap(5, None) is None
+
+
+def _json(args: list[str]) -> dict:
+    out = subprocess.run([*yewpy_cmd(), *args, "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _bounded(data: dict, optimum: float, sign: int) -> None:
+    """A stopped search's answer is no better than the optimum and its bound no worse; a finished
+    one's are both the optimum."""
+    if data["status"] == "node_limit":
+        assert sign * data["objective"] <= sign * optimum <= sign * data["bound"]
+        assert data["gap"] == pytest.approx(abs(data["objective"] - data["bound"]) / abs(data["objective"]))
+    else:
+        assert data["objective"] == data["bound"] == optimum and data["gap"] == 0
+
+
+@pytest.mark.parametrize("limit", [50, 2000, 20000])
+def test_compiled_cores_bound_their_open_work(limit, instances):
+    """Maxclique (brock200_1: 21), knapsack (its .opt file) and TSP (att48: 10628) stopped early:
+    the proven bound is at least as good as the known optimum, and the answer no better."""
+    clique = _json(["maxclique", str(instances / "clique" / "brock200_1.clq"), "--node-limit", str(limit)])
+    assert clique["status"] == "node_limit"
+    _bounded(clique, 21, 1)
+    folder = instances / "knapsack" / "large_scale"
+    path = sorted(p for p in folder.iterdir() if not p.name.endswith(".opt"))[0]
+    _bounded(_json(["knapsack", str(path), "--node-limit", str(limit)]),
+             int(Path(str(path) + ".opt").read_text().split()[0]), 1)
+    _bounded(_json(["tsp", str(instances / "tsp" / "att48.tsp"), "--node-limit", str(limit)]), 10628, -1)
+
+
+def test_frames_left_unexpanded_at_the_deadline_use_their_own_bound(monkeypatch):
+    """No time to make the open frames' children: each frame's own bound stands in, which covers
+    them (exact here, so the bound is still the optimum), and the answer is unchanged."""
+    from bound_trees import run_all
+
+    from yewpy.operations import session
+
+    monkeypatch.setattr(session, "BOUND_LEAST", -1.0)
+    monkeypatch.setattr(session, "BOUND_SHARE", 0.0)
+    assert _check(run_all(2, (3, 13))) > 0
