@@ -61,6 +61,16 @@ def test_knapsack_plain_and_jitted_agree_with_the_witness():
     assert sum(args[0][i] for i in MaskKnapsack(*args).items(fast.solution)) == 12423
 
 
+@pytest.mark.parametrize("limit", [10, 300, 3000])
+def test_a_stopped_jitted_search_proves_the_plain_ones_bound(limit):
+    """``Result.bound`` of a stopped search: the compiled records bound the same open work as the
+    plain class's nodes, and no better than the optimum (12423)."""
+    args = tutorial_knapsack()
+    plain, fast = MaskKnapsack(*args).search(node_limit=limit), JKnapsack(*args).search(node_limit=limit)
+    assert plain.status == fast.status == "node_limit"
+    assert (fast.objective, fast.bound) == (plain.objective, plain.bound) and fast.bound >= 12423
+
+
 @pytest.mark.parametrize("name", ["knapPI_11_20_1000_1.kp", "f2_l-d_kp_20_878.kp", "f8_l-d_kp_23_10000.kp",
                                   "knapsackTest1.kp", "f10_l-d_kp_20_879.kp"])
 def test_jitted_knapsack_against_the_compiled_app(name, instances):
