@@ -59,6 +59,8 @@ class KnapsackPy(yewpy.Optimisation):
             if result.objective is not None and result.objective >= 0:
                 return result               # nothing beat the initial bound
             result.objective = 0            # the empty packing, which beats a negative one
+            if result.status == "optimal":
+                result.bound = 0
         items = []
         taken = result.solution[3] if result.solution else None
         while taken is not None:
@@ -67,4 +69,6 @@ class KnapsackPy(yewpy.Optimisation):
         result.solution = sorted(items)
         if result.objective is None:
             result.objective = 0
+            if result.status == "optimal":
+                result.bound = 0
         return result

@@ -63,7 +63,7 @@ class Coordination:
     say which engine options and pool they use."""
 
     name = "coordination"
-    resumable = True            # its work can be saved as tasks and resumed on any rank count
+    resumable = True            # all its open work is in the engine and pool (checkpoints, bounds)
     #: Other names it answers to, and, per flag it lacks, why (the command line's message).
     aliases: ClassVar[tuple] = ()
     why_not: ClassVar[dict] = {}

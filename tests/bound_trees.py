@@ -33,10 +33,14 @@ def _draw(seed: int, path: tuple, salt: str) -> int:
 class Paths(yewpy.Optimisation):
     """The best path sum of a random tree, maximised or minimised."""
 
-    def __init__(self, seed: int, sense: str = "max", slack: int = 0) -> None:
-        self.seed, self.sense, self.slack = seed, sense, slack
+    def __init__(self, seed: int, sense: str = "max", slack: int = 0, root_slack: int = 0) -> None:
+        self.seed, self.sense, self.slack, self.root_slack = seed, sense, slack, root_slack
         self.sign = 1 if sense == "max" else -1
         self.best_below = lru_cache(maxsize=None)(self._best_below)
+
+    def fingerprint(self) -> str:
+        """What a checkpoint of this tree is checked against (the memo does not pickle)."""
+        return f"{self.seed}/{self.sense}/{self.slack}/{self.root_slack}"
 
     def root(self) -> tuple:
         return ()
@@ -57,7 +61,8 @@ class Paths(yewpy.Optimisation):
         return max((*own, *(self.best_below(c) for c in self.children(path))), key=lambda v: self.sign * v)
 
     def bound(self, path: tuple) -> float:
-        return self.best_below(path) + self.sign * (_draw(self.seed, path, "s") % (self.slack + 1))
+        loose = self.root_slack if not path else _draw(self.seed, path, "s") % (self.slack + 1)
+        return self.best_below(path) + self.sign * loose
 
     def optimum(self) -> float:
         return self.best_below(())

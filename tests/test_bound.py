@@ -133,13 +133,67 @@ def test_compiled_cores_bound_their_open_work(limit, instances):
     _bounded(_json(["tsp", str(instances / "tsp" / "att48.tsp"), "--node-limit", str(limit)]), 10628, -1)
 
 
-def test_frames_left_unexpanded_at_the_deadline_use_their_own_bound(monkeypatch):
-    """No time to make the open frames' children: each frame's own bound stands in, which covers
-    them (exact here, so the bound is still the optimum), and the answer is unchanged."""
-    from bound_trees import run_all
-
+@pytest.mark.parametrize("sense", ["max", "min"])
+def test_frames_left_unexpanded_at_the_deadline_use_their_own_bound(monkeypatch, sense):
+    """A root whose own bound is 5 looser than its children's: with time to make the open frames'
+    children, the bound is the optimum; with none, each frame's own bound stands in (the root's,
+    sound and 5 looser) and the tasks are bounded by the root's; the answer is the same."""
     from yewpy.operations import session
 
-    monkeypatch.setattr(session, "BOUND_LEAST", -1.0)
-    monkeypatch.setattr(session, "BOUND_SHARE", 0.0)
-    assert _check(run_all(2, (3, 13))) > 0
+    stopped = 0
+    for seed, limit in [(0, 2), (0, 5), (1, 3), (2, 8)]:
+        for name, params in [("seq", {}), ("budget", {"backtracks": 2})]:
+            timely = Paths(seed, sense, root_slack=5).search(name, node_limit=limit, **params)
+            monkeypatch.setattr(session, "BOUND_LEAST", -1.0)
+            monkeypatch.setattr(session, "BOUND_SHARE", 0.0)
+            late = Paths(seed, sense, root_slack=5).search(name, node_limit=limit, **params)
+            monkeypatch.undo()
+            optimum, sign = Paths(seed, sense).optimum(), Paths(seed, sense).sign
+            assert timely.status == late.status and timely.objective == late.objective
+            if timely.status == "node_limit":
+                stopped += 1
+                assert timely.bound == optimum and late.bound == optimum + 5 * sign, (seed, limit, name)
+    assert stopped >= 6
+
+
+def test_a_checkpointed_stop_and_its_resume_bound_the_same_open_work(tmp_path):
+    """A stop that writes a checkpoint splits every open frame into tasks first; those tasks are
+    bounded, and a resumed run that stops again bounds what it left: exact bounds give the optimum."""
+    for seed, sense in [(0, "max"), (1, "min"), (3, "max")]:
+        tree, path = Paths(seed, sense), str(tmp_path / f"{seed}.ckpt")
+        first = tree.search("budget", backtracks=3, node_limit=6, checkpoint=path)
+        assert first.status == "node_limit" and first.bound == tree.optimum()
+        again = Paths(seed, sense).search("budget", backtracks=3, node_limit=6, resume=path)
+        assert again.bound == tree.optimum() and again.status in ("node_limit", "optimal")
+
+
+def test_top_k_and_an_initial_bound_bound_the_best_solution():
+    """A top-K search prunes against its k-th best, an initial bound prunes what is worse: the
+    proven bound is still the optimum's on exact-bound trees."""
+
+    class Best(yewpy.TopK, Paths):
+        pass
+
+    for seed in range(3):
+        optimum = Paths(seed).optimum()
+        for params in [{"k": 3}, {"k": 2, "gap": 1}]:
+            best = Best(seed)
+            best.k, best.gap = params["k"], params.get("gap")
+            result = best.search("stacksteal", node_limit=5)
+            assert result.status == "node_limit" and result.bound == optimum
+        seeded = Paths(seed).search(node_limit=3, initial_bound=optimum - 2)
+        assert seeded.status == "node_limit" and seeded.bound == optimum
+
+
+def test_the_command_line_prints_the_bound_or_why_there_is_none(instances):
+    graph = str(instances / "clique" / "brock200_1.clq")
+    out = subprocess.run([*yewpy_cmd(), "maxclique", graph, "--node-limit", "1000"], capture_output=True,
+                         text=True, timeout=120)
+    line = next(x for x in out.stdout.splitlines() if x.startswith("bound = "))
+    assert out.returncode == 0 and line.startswith("bound = 55 (proven: no solution is better; gap ")
+    out = subprocess.run([*yewpy_cmd(), "maxclique", graph, "--node-limit", "1000", "--skeleton", "ordered",
+                          "-d", "1"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "bound = unknown (this search or coordination cannot bound" in out.stdout
+    done = subprocess.run([*yewpy_cmd(), "maxclique", str(instances / "clique" / "brock200_4.clq")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "bound = " not in done.stdout       # proved: nothing to add

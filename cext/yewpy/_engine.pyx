@@ -50,6 +50,12 @@ def monotonic() -> float:
     return _now()
 
 
+cdef inline double _signed_bound(Core core, int frame) except? -1:
+    """``sign * bound`` of a frame, NaN read as +inf (no promise about the subtree)."""
+    cdef double b = core.sign * core.bound(frame)
+    return INFINITY if b != b else b
+
+
 cdef class PyCore(Core):
     """Adapter that runs a plain-Python search (``root``/``children``/...) on the engine.
 
@@ -739,9 +745,10 @@ cdef class Engine:
         """The best bound, signed (``sign * bound``, largest), of what is left open here: each open
         frame's remaining children, made and bounded one by one until ``deadline`` (the engine's
         clock; 0: none), then the frame's own bound, which covers them; and ``tasks`` (a pool's
-        ``(depth, node)``). -inf where nothing is open; None where the core cannot bound (a Python
-        search without ``bound``). It uses up the frames' generators and loads each task into
-        frame 0: call it only once the search has stopped, and it ends the current task."""
+        ``(depth, node)``), each by its bound until the deadline, then all by the root's. -inf
+        where nothing is open; None where the core cannot bound (a Python search without
+        ``bound``); a NaN bound counts as +inf. It uses up the frames' generators and loads nodes
+        into frame 0: call it only once the search has stopped, and it ends the current task."""
         cdef Core core = self.core
         cdef double best = -INFINITY, b, here
         cdef int f, scratch
@@ -755,22 +762,22 @@ cdef class Engine:
             here = -INFINITY
             while True:
                 if deadline > 0 and _now() > deadline:
-                    here = core.sign * core.bound(f)
+                    here = max(here, _signed_bound(core, f))
                     break
                 if core.next(f, scratch) == 0:
                     break
-                b = core.sign * core.bound(scratch)
-                if b > here:
-                    here = b
+                here = max(here, _signed_bound(core, scratch))
+                if self.prune_level:            # the siblings' bounds do not increase: this is theirs
+                    break
             self.closed[f] = 1
-            if here > best:
-                best = here
+            best = max(best, here)
         self.top = -1
         for _, node in tasks:
+            if deadline > 0 and _now() > deadline:
+                core.set_root()                 # the root's bound covers every task left
+                return max(best, _signed_bound(core, 0))
             core.load(node)
-            b = core.sign * core.bound(0)
-            if b > best:
-                best = b
+            best = max(best, _signed_bound(core, 0))
         return best
 
     def frame_node(self, int frame):

@@ -195,9 +195,11 @@ class Session:
             part["open_work_seconds"] = time.perf_counter() - started
         if self.kind == OPTIMISATION and holds_all and stopped and not self.open_work_at_end:
             # last: it uses up the engine's frames (``Result.bound``)
-            now = monotonic()
             spend = min(BOUND_SECONDS, BOUND_SHARE * (time.perf_counter() - self.start))
-            part["open_bound"] = engine.open_bound(pool.tasks(), now + max(spend, BOUND_LEAST))
+            try:
+                part["open_bound"] = engine.open_bound(pool.tasks(), monotonic() + max(spend, BOUND_LEAST))
+            except KeyboardInterrupt:           # Ctrl-C while bounding: the answer stands, unbounded
+                part["open_bound"] = None
         return part
 
     def open_work(self, engine: Engine, pool: Any, counting: float | None = None) -> Left:

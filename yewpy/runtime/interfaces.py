@@ -117,7 +117,9 @@ class Coordination(Protocol):
     bundled ones share."""
 
     name: str
-    resumable: bool             # its work can be saved as tasks and resumed on any rank count
+    #: all its open work is in the engine and the pool, so it can be saved as tasks and resumed
+    #: on any rank count, and a stopped optimisation's bound covers it (``Session.final_part``)
+    resumable: bool
 
     @property
     def steal_mode(self) -> str:

@@ -121,7 +121,10 @@ def proven_bound(result: Result, parts: list, initial_bound: Any, sign: float) -
     rank's ``open_bound`` (its open work's); None where a rank could not bound its open work."""
     if result.status not in STOPPED:
         return result.objective
-    opened = [p["open_bound"] for p in parts if "open_bound" in p]   # a resumed checkpoint's have none
+    # every rank this run stopped bounds its open work (a resumed checkpoint's part is "merged",
+    # its work back in the pools; a rank "done" has none): one that did not makes it unknown
+    stopped = [p for p in parts if p["status"] not in ("done", "found", "merged")]
+    opened = [p.get("open_bound") for p in stopped]
     if not opened or None in opened:
         return None
     known = [sign * float(v) for v in (result.objective, initial_bound) if v is not None]
