@@ -234,6 +234,39 @@ def test_the_command_line_prints_the_shares_and_no_launcher_runs_them(tmp_path):
         assert why in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("spec", ["dgx-a100-80g:1x8+dgx-a100-80g:1x8+dgx-v100-32g:1x8+dgx-v100-32g:1x8",
+                                  "dgx-a100-80g:1x8+dgx-v100-32g:1x8+dgx-a100-80g:1x8+dgx-v100-32g:1x8"])
+def test_identical_groups_listed_one_by_one_pair_once_with_the_same_plans(monkeypatch, spec):
+    """Two A100 and two V100 nodes, each its own group (in either order): formations that differ
+    only in which identical node they take are searched once (18 of 66), and the top 3 are those
+    of every formation, over all shapes and over the paired ones alone (which lose here)."""
+    import yewpy.apps.dnn.planner.shapes as shapes
+
+    train = Training(64, 2048, mixed_tp=True)
+    model = transformer("small", layers=4, hidden=4096, heads=32, vocab=32000, seq=1024)
+    cluster = load_cluster(spec)
+    once = [cls(model, cluster, train, top=3) for cls in (PlanSearch, PairedSearch)]
+    found = [[t for t, _ in search.search().solutions] for search in once]
+    assert paired_formations(cluster, train) == 18 and len(found[1]) == 3
+    with monkeypatch.context() as patch:
+        patch.setattr(shapes, "interchangeable", lambda groups, real: [])
+        # each plan now comes up to 4 times (A100s and V100s swapped): the 12 best hold 3 distinct
+        every = [cls(model, cluster, train, top=12) for cls in (PlanSearch, PairedSearch)]
+        assert paired_formations(cluster, train) == 66 and len(every[0].shapes) > 3 * len(once[0].shapes)
+        assert [sorted({t for t, _ in search.search().solutions})[:3] for search in every] == found
+
+
+def test_three_and_three_identical_nodes_pair_where_they_were_refused():
+    """3 + 3 single-node groups made more than 256 formations and were refused; 61 differ."""
+    cluster = load_cluster("+".join(["dgx-a100-80g:1x8"] * 3 + ["dgx-v100-32g:1x8"] * 3))
+    train = Training(64, 2048, mixed_tp=True)
+    assert paired_formations(cluster, train) == 61
+    model = transformer("small", layers=4, hidden=4096, heads=32, vocab=32000, seq=1024)
+    paired = PlanSearch(model, cluster, train, top=3).search()
+    plain = PlanSearch(model, cluster, replace(train, mixed_tp=False), top=3).search()
+    assert paired.status == "optimal" and paired.objective <= plain.objective
+
+
 def test_groups_that_cannot_pair_are_left_alone():
     """Pairs need one site, as many GPUs per node, and two different GPUs."""
     train = Training(64, 2048, mixed_tp=True)

@@ -11,9 +11,10 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from yewpy.apps.dnn.cluster import Cluster
+from yewpy.apps.dnn.cluster import Cluster, DeviceGroup
 from yewpy.apps.dnn.cost import RECOMPUTE, Training, tp_share_choices, uneven_tp_group
 from yewpy.apps.dnn.models import Model
+from yewpy.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,9 @@ def mixed_tp_cluster(cluster: Cluster, train: Training) -> tuple[Cluster, dict, 
 
 #: the most formations with paired groups ``--mixed-tp`` may add (each multiplies the shapes)
 MAX_PAIRED_FORMATIONS = 256
+#: the most choices of pairs ``paired_subsets`` looks through for them (most are alike where
+#: identical groups are listed one by one, and are dropped)
+MAX_PAIRED_CHOICES = 200_000
 
 
 def paired_formations(cluster: Cluster, train: Training) -> int:
@@ -126,36 +130,79 @@ def paired_formations(cluster: Cluster, train: Training) -> int:
     pair), counted with every share candidate and with or without each pair's left-over nodes
     (:func:`mixed_tp_cluster`), up to one past ``MAX_PAIRED_FORMATIONS`` (eight kinds would pair
     into millions)."""
-    _, covers, rests = mixed_tp_cluster(cluster, train)
+    with_pairs, covers, rests = mixed_tp_cluster(cluster, train)
     total = 0
-    for mask in range(1, 1 << len(cluster.groups)) if covers else ():
-        members = {g for g in range(len(cluster.groups)) if mask >> g & 1}
-        for chosen in _disjoint_pairs(sorted(covers), covers, members, MAX_PAIRED_FORMATIONS + 1 - total):
-            total += 1 << sum(c in rests for c in chosen)
-            if total > MAX_PAIRED_FORMATIONS:
-                return total
+    for _ in paired_subsets(with_pairs, covers, rests, len(cluster.groups)):
+        total += 1
+        if total > MAX_PAIRED_FORMATIONS:
+            break
     return total
 
 
-def _disjoint_pairs(paired: list[int], covers: dict, members: set, limit: float = math.inf) -> list[tuple]:
-    """Every non-empty choice of paired groups among ``paired`` whose real groups are all in
-    ``members`` and no two of which share a real group (the first ``limit`` of them)."""
-    out: list[tuple] = []
+def interchangeable(groups: list[DeviceGroup], real: int) -> list[list[int]]:
+    """The first ``real`` groups in classes of groups that differ only in name: the same nodes, GPUs
+    and site, so the same links (classes of one left out). Any plan on some of a class's groups
+    has an equal plan on as many of its first ones (``_prefix_of``)."""
+    classes: dict = {}
+    for g in range(real):
+        classes.setdefault(replace(groups[g], name=""), []).append(g)
+    return [members for members in classes.values() if len(members) > 1]
 
-    def pick(k: int, used: frozenset, chosen: tuple) -> None:
-        if len(out) >= limit:
-            return
+
+def paired_subsets(cluster: Cluster, covers: dict, rests: dict, real: int) -> Iterator[list[int]]:
+    """The formations with paired groups (``--mixed-tp``) on ``cluster`` (``mixed_tp_cluster``'s):
+    each subset of the ``real`` groups with one or more disjoint pairs of it replaced by a paired
+    group, at one share each, and with or without the nodes each pair leaves over. Of formations
+    that differ only in which of some interchangeable groups they use (three A100 nodes and three
+    V100 nodes listed one by one pair in 351 ways on all six, 19 of them different), the first is
+    kept, on the first groups of each class. Raises ``UsageError`` past ``MAX_PAIRED_CHOICES``."""
+    groups = cluster.groups
+    classes = interchangeable(groups, real)
+    kind = {g: replace(groups[g], name="") for g in range(len(groups))}
+    seen: set = set()
+    looked = 0
+    for mask in range(1, 1 << real):
+        if not all(_prefix_of(mask, members) for members in classes):
+            continue
+        members = {g for g in range(real) if mask >> g & 1}
+        for chosen in _disjoint_pairs(sorted(covers), covers, members):
+            used = {g for c in chosen for g in covers[c]}
+            base = [g for g in members if g not in used] + list(chosen)
+            for rest in _product([[(), (rests[c],)] if c in rests else [()] for c in chosen]):
+                looked += 1
+                if looked > MAX_PAIRED_CHOICES:
+                    raise UsageError(f"--mixed-tp: the cluster's groups pair in more than "
+                                     f"{MAX_PAIRED_CHOICES:,} ways; describe fewer pairable groups")
+                taken = {c for c, r in zip(chosen, rest) if r}
+                alike = (tuple(sorted((kind[g] for g in members if g not in used), key=repr)),
+                         tuple(sorted((_pair_kind(groups, covers, kind, c), c in taken) for c in chosen)))
+                if classes and alike in seen:
+                    continue
+                seen.add(alike)
+                yield sorted(base + [g for r in rest for g in r])
+
+
+def _pair_kind(groups: list, covers: dict, kind: dict, c: int) -> tuple:
+    """Paired group ``c`` as its two groups' kinds with their shares, names left out."""
+    share = dict(groups[c].tp_shares)
+    return tuple(sorted((repr(kind[g]), share[groups[g].name]) for g in covers[c]))
+
+
+def _disjoint_pairs(paired: list[int], covers: dict, members: set) -> Iterator[tuple]:
+    """Every non-empty choice of paired groups among ``paired`` whose real groups are all in
+    ``members`` and no two of which share a real group, lazily, in one fixed order."""
+
+    def pick(k: int, used: frozenset, chosen: tuple) -> Iterator[tuple]:
         if k == len(paired):
             if chosen:
-                out.append(chosen)
+                yield chosen
             return
-        pick(k + 1, used, chosen)
+        yield from pick(k + 1, used, chosen)
         a, b = covers[paired[k]]
         if a in members and b in members and a not in used and b not in used:
-            pick(k + 1, used | {a, b}, chosen + (paired[k],))
+            yield from pick(k + 1, used | {a, b}, chosen + (paired[k],))
 
-    pick(0, frozenset(), ())
-    return out
+    yield from pick(0, frozenset(), ())
 
 
 def divisors(n: int) -> list[int]:
@@ -239,7 +286,7 @@ class Shapes:
         interchangeable = self._interchangeable(real)
         subsets = [[g for g in range(real) if mask >> g & 1] for mask in range(1, 1 << real)
                    if all(_prefix_of(mask, members) for members in interchangeable)]
-        subsets += self._paired_subsets(real)
+        subsets += list(paired_subsets(self.cluster, self.covers, self.rests, real))
         for subset in subsets:
             paired = any(groups[g].tp_shares for g in subset)
             # pipe mode
@@ -308,28 +355,9 @@ class Shapes:
         return out
 
     def _interchangeable(self, real: int) -> list[list[int]]:
-        """The ``real`` groups in classes of groups that differ only in name: the same nodes, GPUs and
-        site, so the same links. Any plan on some of a class's groups has an equal plan on as many of
-        its first ones, so the shapes take only those (``_prefix_of``): six identical single-node
-        groups made 353,005 shapes over 63 subsets, of which 6 are distinct."""
-        classes: dict = {}
-        for g in range(real):
-            classes.setdefault(replace(self.cluster.groups[g], name=""), []).append(g)
-        return [members for members in classes.values() if len(members) > 1]
-
-    def _paired_subsets(self, real: int) -> list[list[int]]:
-        """The formations with paired groups (``--mixed-tp``): each subset of the ``real`` groups
-        with one or more disjoint pairs of it replaced by a paired group, at one share each, and
-        with or without the nodes each pair leaves over."""
-        out = []
-        for mask in range(1, 1 << real):
-            members = {g for g in range(real) if mask >> g & 1}
-            for chosen in _disjoint_pairs(sorted(self.covers), self.covers, members):
-                used = {g for c in chosen for g in self.covers[c]}
-                base = [g for g in members if g not in used] + list(chosen)
-                for rest in _product([[(), (self.rests[c],)] if c in self.rests else [()] for c in chosen]):
-                    out.append(sorted(base + [g for r in rest for g in r]))
-        return out
+        """``interchangeable`` on this cluster: six identical single-node groups made 353,005
+        shapes over 63 subsets, of which 6 are distinct."""
+        return interchangeable(self.cluster.groups, real)
 
     def _replicated(self, subset: list[int], twins: list[tuple[int, int]] = ()) -> list[Shape]:
         """DAPPLE's pipe shapes on the groups ``subset``: stages of different widths, so of different
