@@ -63,7 +63,7 @@ class Coordination:
     say which engine options and pool they use."""
 
     name = "coordination"
-    resumable = True            # all its open work is in the engine and pool (checkpoints, bounds)
+    resumable = True            # its work can be saved as tasks and resumed on any rank count
     #: Other names it answers to, and, per flag it lacks, why (the command line's message).
     aliases: ClassVar[tuple] = ()
     why_not: ClassVar[dict] = {}
@@ -92,6 +92,12 @@ class Coordination:
         """This worker's part of the search on ``transport``: the runtime's one loop over ``pool``,
         from the root (``tasks=None``) or from ``tasks``.  Returns the status ``drive`` returns."""
         return drive(self, engine, transport, pool, tasks, profile)
+
+    @property
+    def holds_open_work(self) -> bool:
+        """Whether all its open work is in the engine and the pool once ``run`` returns, so that a
+        stopped optimisation can bound it (``Result.bound``): a resumable coordination's is."""
+        return self.resumable
 
     @property
     def steal_mode(self) -> str:

@@ -49,7 +49,8 @@ class Ordered(Coordination):
             raise UsageError("ordered is for decision and optimisation searches, not enumeration")
 
     def frontier(self, engine: Engine) -> tuple[list, str | None]:
-        """Expand the top depth-first; the tasks in priority order, or the status that ended it."""
+        """Expand the top depth-first; the tasks in priority order, or, where a limit ended it, the
+        tasks it had not searched (beside the engine's open frames) and the status."""
         self.check(engine.core.kind)
         engine.spawn_depth = self.spawn_depth
         found: list = []
@@ -64,7 +65,8 @@ class Ordered(Coordination):
                 status = engine.run(-1)
                 children, engine.spawned = engine.spawned, []
                 if status != DONE:
-                    return [], STOPS[status]
+                    left = children + [t for _, t in stack] + [t for _, _, t in found]
+                    return left, STOPS[status]
                 for index in range(len(children) - 1, -1, -1):
                     stack.append((discrepancy + index, children[index]))
         finally:
@@ -82,7 +84,9 @@ class Ordered(Coordination):
             raise UsageError("ordered starts at the root; it cannot resume tasks")
         rank, size = transport.rank, transport.size
         frontier, stop = self.frontier(engine) if rank == 0 else (None, None)
-        frontier, stop, incumbent = transport.bcast((frontier, stop, engine.incumbent))
+        if stop is not None and frontier:       # what the top left unsearched waits in the pool
+            pool.extend(frontier)
+        frontier, stop, incumbent = transport.bcast((None if stop else frontier, stop, engine.incumbent))
         if stop is not None:
             return stop if rank == 0 else "stopped"
         if incumbent is not None:
@@ -92,6 +96,7 @@ class Ordered(Coordination):
         posted: list = []
         status = "done"
         stopped = False
+        started: set = set()
         for first in range(0, len(frontier), size):
             round_ = first // size
             if round_ >= self.window:
@@ -100,13 +105,21 @@ class Ordered(Coordination):
                     break
             mine = first + rank
             if mine < len(frontier) and status == "done":
+                started.add(mine)
                 status = drive(self, engine, alone, pool, [frontier[mine]], profile)
             incumbent = engine.incumbent
             posted.append(transport.exchange([math.nan if incumbent is None else incumbent,
                                               _CODES.index(status)]))
         for exchange in posted[max(0, len(posted) - self.window):]:     # every rank waits for the same ones
             stopped = self._adopt(engine, exchange.wait(), sign) or stopped
+        if stopped or status not in ("done", "found"):   # this rank's share not started waits in the pool
+            pool.extend([frontier[i] for i in range(rank, len(frontier), size) if i not in started])
         return status if status != "done" or not stopped else "stopped"
+
+    @property
+    def holds_open_work(self) -> bool:
+        """Its queue goes to the pool when a limit stops it: a stopped optimisation bounds it."""
+        return True
 
     @staticmethod
     def _adopt(engine: Engine, rows: list, sign: float) -> bool:

@@ -20,7 +20,8 @@ import yewpy
 RANK = int(os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
 COORDINATIONS = [("seq", {}), ("stacksteal", {}), ("stacksteal", {"chunked": True}),
                  ("depthbounded", {"spawn_depth": 2}), ("budget", {"backtracks": 5}),
-                 ("budget", {"backtracks": 3, "spawn_all": True, "pool": "deque"})]
+                 ("budget", {"backtracks": 3, "spawn_all": True, "pool": "deque"}),
+                 ("ordered", {"spawn_depth": 1}), ("ordered", {"spawn_depth": 3, "discrepancy": True})]
 LIMITS = (1, 2, 3, 5, 8, 13, 40, 200)
 DEPTH, MOST = 7, 4
 

@@ -55,9 +55,7 @@ def test_the_bound_covers_every_ranks_open_work(ranks, tmp_path):
     assert _check(got[0]) > 0
 
 
-def test_an_ordered_search_or_one_without_a_bound_reports_none():
-    tree = Paths(1)
-    assert tree.search("ordered", spawn_depth=1, node_limit=3).bound is None
+def test_a_search_without_a_bound_reports_none():
 
     class NoBound(yewpy.Optimisation):
         def root(self):
@@ -193,7 +191,14 @@ def test_the_command_line_prints_the_bound_or_why_there_is_none(instances):
     assert out.returncode == 0 and line.startswith("bound = 55 (proven: no solution is better; gap ")
     out = subprocess.run([*yewpy_cmd(), "maxclique", graph, "--node-limit", "1000", "--skeleton", "ordered",
                           "-d", "1"], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and "bound = unknown (this search or coordination cannot bound" in out.stdout
+    assert out.returncode == 0 and "bound = 55 (proven" in out.stdout        # its queue is bounded too
+    from yewpy.tools.cli import bound_lines
+
+    unknown = Result("optimisation", "time_limit", 5, 0.1, objective=3)       # a search without bound
+    assert bound_lines(unknown) == ["bound = unknown (this search or coordination cannot bound the work "
+                                    "left open)"]
+    assert bound_lines(Result("topk", "node_limit", 5, 0.1, objective=2.0, bound=1.5)) == [
+        "bound = 1.5 (proven: no solution is better; gap 25.00%)"]
     done = subprocess.run([*yewpy_cmd(), "maxclique", str(instances / "clique" / "brock200_4.clq")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "bound = " not in done.stdout       # proved: nothing to add

@@ -118,8 +118,14 @@ class Coordination(Protocol):
 
     name: str
     #: all its open work is in the engine and the pool, so it can be saved as tasks and resumed
-    #: on any rank count, and a stopped optimisation's bound covers it (``Session.final_part``)
+    #: on any rank count
     resumable: bool
+
+    @property
+    def holds_open_work(self) -> bool:
+        """All its open work is in the engine and the pool once ``run`` returns (a stopped
+        optimisation's bound covers it)."""
+        ...
 
     @property
     def steal_mode(self) -> str:

@@ -92,7 +92,7 @@ def run_search(problem: Any, core: Core, coord: Coordination, options: dict, tra
             status = transport.conclude(engine, pool, status)   # Ctrl-C must not cut it short
             if status == "stopped" and session.interrupted is not None:
                 status = "interrupted"
-            part = session.final_part(engine, pool, status, coord.resumable)
+            part = session.final_part(engine, pool, status, coord.holds_open_work)
             seconds = time.perf_counter() - begun
             part["per_rank"] = rank_metrics(transport.rank, part, seconds, transport.stats)
             parts = transport.gather(part)
