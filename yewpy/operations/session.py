@@ -179,7 +179,7 @@ class Session:
     def final_part(self, engine: Engine, pool: Any, status: str, holds_all: bool = True) -> dict:
         """The part this rank ends with; it carries the unexplored work when a checkpoint wants it,
         and a stopped optimisation's ``open_bound`` where the engine and pool hold all of this
-        rank's open work (``holds_all``: the coordination's work is resumable from them)."""
+        rank's open work (``holds_all``: the coordination's ``holds_open_work``)."""
         stopped = status not in ("done", "found")
         leftover = self.checkpoint_path is not None and stopped
         if leftover and engine.active:
