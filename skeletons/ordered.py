@@ -84,7 +84,7 @@ class Ordered(Coordination):
             raise UsageError("ordered starts at the root; it cannot resume tasks")
         rank, size = transport.rank, transport.size
         frontier, stop = self.frontier(engine) if rank == 0 else (None, None)
-        if stop is not None and frontier:       # what the top left unsearched waits in the pool
+        if stop not in (None, "found") and frontier:    # what the top left unsearched waits in the pool
             pool.extend(frontier)
         frontier, stop, incumbent = transport.bcast((None if stop else frontier, stop, engine.incumbent))
         if stop is not None:

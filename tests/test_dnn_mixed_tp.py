@@ -256,6 +256,25 @@ def test_identical_groups_listed_one_by_one_pair_once_with_the_same_plans(monkey
         assert [sorted({t for t, _ in search.search().solutions})[:3] for search in every] == found
 
 
+def test_groups_alike_but_for_a_name_another_kind_shares_are_not_interchanged(monkeypatch):
+    """A100 "x", A100 "y" and V100 "x": only the second A100 pairs (one name never pairs), so the
+    two A100s are not interchangeable for pairing, and the pair alone is still searched."""
+    import yewpy.apps.dnn.planner.shapes as shapes
+
+    cluster = Cluster([replace(A100, nodes=1, name="x"), replace(A100, nodes=1, name="y"),
+                       replace(V100, nodes=1, name="x")])
+    train = Training(64, 2048, mixed_tp=True)
+    model = transformer("small", layers=4, hidden=4096, heads=32, vocab=32000, seq=1024)
+    search = PlanSearch(model, cluster, train, rank=False)
+    assert set(search.covers.values()) == {(1, 2)}
+    formations = {tuple(p[0] for p in sh.parts) for sh in search.shapes}
+    assert all((c,) in formations for c in search.covers)         # the pair alone, at every share
+    assert paired_formations(cluster, train) == 2 * len(search.covers)
+    with monkeypatch.context() as patch:
+        patch.setattr(shapes, "interchangeable", lambda groups, real: [])
+        assert paired_formations(cluster, train) == 2 * len(search.covers)
+
+
 def test_three_and_three_identical_nodes_pair_where_they_were_refused():
     """3 + 3 single-node groups made more than 256 formations and were refused; 61 differ."""
     cluster = load_cluster("+".join(["dgx-a100-80g:1x8"] * 3 + ["dgx-v100-32g:1x8"] * 3))

@@ -26,8 +26,8 @@ class Result:
     ``objective`` when the search finished; a stopped search bounds the work it left open (its
     open frames and tasks, with the search's ``bound``) and takes the better of that and its
     answer; None where that work could not be bounded (no ``bound``, ``estimate=``, a coordination
-    that does not hold its work in the engine and pool). A top-K search's bounds its best
-    solution. ``gap`` is how far the answer may still be from the optimum.
+    that does not hold its work in the engine and pool). A top-K search's bound is that of
+    its best solution. ``gap`` is how far the answer may still be from the optimum.
     """
 
     kind: str

@@ -128,8 +128,10 @@ MAX_PAIRED_CHOICES = 200_000
 def paired_formations(cluster: Cluster, train: Training) -> int:
     """How many formations with paired groups ``--mixed-tp`` adds on ``cluster`` (0: nothing to
     pair), counted with every share candidate and with or without each pair's left-over nodes
-    (:func:`mixed_tp_cluster`), up to one past ``MAX_PAIRED_FORMATIONS`` (eight kinds would pair
-    into millions)."""
+    (:func:`mixed_tp_cluster`), formations alike but for identical groups once
+    (:func:`paired_subsets`), up to one past ``MAX_PAIRED_FORMATIONS`` (eight kinds would pair
+    into millions). Raises ``UsageError`` where the choices to look through pass
+    ``MAX_PAIRED_CHOICES``, as a search on the cluster would."""
     with_pairs, covers, rests = mixed_tp_cluster(cluster, train)
     total = 0
     for _ in paired_subsets(with_pairs, covers, rests, len(cluster.groups)):
@@ -157,8 +159,14 @@ def paired_subsets(cluster: Cluster, covers: dict, rests: dict, real: int) -> It
     V100 nodes listed one by one pair in 351 ways on all six, 19 of them different), the first is
     kept, on the first groups of each class. Raises ``UsageError`` past ``MAX_PAIRED_CHOICES``."""
     groups = cluster.groups
-    classes = interchangeable(groups, real)
     kind = {g: replace(groups[g], name="") for g in range(len(groups))}
+    kinds_named: dict = {}
+    for g in range(real):
+        kinds_named.setdefault(groups[g].name, set()).add(kind[g])
+    # groups of one name never pair (mixed_tp_cluster), so where a name spans two kinds which
+    # pairs exist depends on names, and groups alike but for their names are not interchangeable
+    clash = any(len(kinds) > 1 for kinds in kinds_named.values())
+    classes = [] if clash else interchangeable(groups, real)
     seen: set = set()
     looked = 0
     for mask in range(1, 1 << real):
@@ -173,12 +181,13 @@ def paired_subsets(cluster: Cluster, covers: dict, rests: dict, real: int) -> It
                 if looked > MAX_PAIRED_CHOICES:
                     raise UsageError(f"--mixed-tp: the cluster's groups pair in more than "
                                      f"{MAX_PAIRED_CHOICES:,} ways; describe fewer pairable groups")
-                taken = {c for c, r in zip(chosen, rest) if r}
-                alike = (tuple(sorted((kind[g] for g in members if g not in used), key=repr)),
-                         tuple(sorted((_pair_kind(groups, covers, kind, c), c in taken) for c in chosen)))
-                if classes and alike in seen:
-                    continue
-                seen.add(alike)
+                if classes:
+                    taken = {c for c, r in zip(chosen, rest) if r}
+                    alike = (tuple(sorted((kind[g] for g in members if g not in used), key=repr)),
+                             tuple(sorted((_pair_kind(groups, covers, kind, c), c in taken) for c in chosen)))
+                    if alike in seen:
+                        continue
+                    seen.add(alike)
                 yield sorted(base + [g for r in rest for g in r])
 
 
