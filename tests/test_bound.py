@@ -202,3 +202,18 @@ def test_the_command_line_prints_the_bound_or_why_there_is_none(instances):
     done = subprocess.run([*yewpy_cmd(), "maxclique", str(instances / "clique" / "brock200_4.clq")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "bound = " not in done.stdout       # proved: nothing to add
+
+
+def test_a_bound_that_fails_at_the_stop_costs_no_answer():
+    """With ``bounded_children`` the engine first calls ``bound`` when the search stops; if it
+    raises there, the answer still comes back, unbounded, with a warning saying why."""
+
+    class Broken(Paths):
+        bounded_children = True
+
+        def bound(self, path):
+            raise ValueError("no bound here")
+
+    with pytest.warns(RuntimeWarning, match="not bounded: ValueError: no bound here"):
+        stopped = Broken(2).search(node_limit=4)
+    assert stopped.status == "node_limit" and stopped.objective is not None and stopped.bound is None

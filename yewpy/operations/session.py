@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
@@ -200,6 +201,10 @@ class Session:
                 part["open_bound"] = engine.open_bound(pool.tasks(), monotonic() + max(spend, BOUND_LEAST))
             except KeyboardInterrupt:           # Ctrl-C while bounding: the answer stands, unbounded
                 part["open_bound"] = None
+            except Exception as exc:            # a bound only a stop calls (bounded_children) failed:
+                part["open_bound"] = None       # the answer stands, and the user hears why
+                warnings.warn(f"the work left open was not bounded: {type(exc).__name__}: {exc}",
+                              RuntimeWarning, stacklevel=2)
         return part
 
     def open_work(self, engine: Engine, pool: Any, counting: float | None = None) -> Left:
