@@ -69,6 +69,4 @@ class KnapsackPy(yewpy.Optimisation):
         result.solution = sorted(items)
         if result.objective is None:
             result.objective = 0
-            if result.status == "optimal":
-                result.bound = 0
         return result

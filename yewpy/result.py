@@ -8,6 +8,7 @@ from typing import Any
 
 FINISHED = ("optimal", "exhausted", "found")            # the search proved its answer
 STOPPED = ("interrupted", "time_limit", "node_limit")   # it stopped early: the answer is the best known
+BOUNDED = ("optimisation", "topk")                       # the kinds whose answer ``bound`` bounds
 ANSWER_KEY = {"enumeration": "value", "decision": "found", "optimisation": "objective",   # per kind
               "topk": "solutions"}
 
@@ -64,7 +65,7 @@ class Result:
         if self.kind == "topk":
             answer = [{"objective": objective, "solution": solution} for objective, solution in answer]
         ranked = {"objective": self.objective} if self.kind == "topk" else {}
-        if self.kind in ("optimisation", "topk"):
+        if self.kind in BOUNDED:
             gap = self.gap
             ranked.update(bound=self.bound, gap=None if gap is None or math.isinf(gap) else gap)
         return {"kind": self.kind, ANSWER_KEY[self.kind]: answer, **ranked, "solution": self.solution,

@@ -12,7 +12,7 @@ from typing import Any
 
 from yewpy._engine import Engine
 from yewpy.core import DECISION, ENUMERATION, OPTIMISATION, Core
-from yewpy.result import STOPPED, Result
+from yewpy.result import BOUNDED, STOPPED, Result
 
 KIND_NAMES = {ENUMERATION: "enumeration", DECISION: "decision", OPTIMISATION: "optimisation"}
 METRICS = ("nodes", "backtracks", "prunes", "spawns")
@@ -110,7 +110,7 @@ def build_result(problem: Any, core: Core, parts: list, seconds: float, initial:
             result.objective = initial_bound
             result.solution = initial_solution
         result.status = stop or "optimal"
-    if kind in ("optimisation", "topk"):
+    if kind in BOUNDED:
         result.bound = proven_bound(result, parts, initial[0], core.sign)
     return result
 

@@ -17,7 +17,7 @@ from yewpy.errors import InputError, UsageError
 from yewpy.operations.session import PENDING, remember_signals
 from yewpy.operations.treesize import COMBINED, SAMPLED, TRUSTED_PROBES, TRUSTED_SAMPLES
 from yewpy.operations.walltime import readable
-from yewpy.result import STOPPED, Result
+from yewpy.result import BOUNDED, STOPPED, Result
 from yewpy.runtime.metrics import table
 from yewpy.tools.coordination_flags import add_flags, coordination_params
 from yewpy.tools.subcommands import TOOLS, app_names, load_app, plain
@@ -224,7 +224,7 @@ def report(app: str, args: argparse.Namespace, result: Result, lines: list[str])
 
 def bound_lines(result: Result) -> list[str]:
     """A stopped optimisation's proven bound and gap (``Result.bound``), or why it has none."""
-    if result.status not in STOPPED or result.kind not in ("optimisation", "topk"):
+    if result.status not in STOPPED or result.kind not in BOUNDED:
         return []
     if result.bound is None:
         return ["bound = unknown (this search or coordination cannot bound the work left open)"]

@@ -159,7 +159,7 @@ def paired_subsets(cluster: Cluster, covers: dict, rests: dict, real: int) -> It
     V100 nodes listed one by one pair in 351 ways on all six, 19 of them different), the first is
     kept, on the first groups of each class. Raises ``UsageError`` past ``MAX_PAIRED_CHOICES``."""
     groups = cluster.groups
-    kind = {g: replace(groups[g], name="") for g in range(len(groups))}
+    kind = {g: replace(groups[g], name="") for g in range(real)}
     kinds_named: dict = {}
     for g in range(real):
         kinds_named.setdefault(groups[g].name, set()).add(kind[g])
