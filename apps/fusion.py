@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from yewpy.apps.dnn.fusion.profile import Profile, bert_large, gpt3, read_profile, resnet50, synthetic_network
-from yewpy.apps.dnn.fusion.search import MIB, Fusion, Plan
+from yewpy.apps.dnn.fusion.search import DP_TABLE_ENTRIES, MIB, Fusion, Plan
 from yewpy.apps.input_numbers import check_range
 from yewpy.errors import UsageError
 from yewpy.result import Result
@@ -45,7 +45,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 MAX_MB = 1e6  # --bucket-mb, --cap-mb: a bucket of a terabyte is a typo
 MAX_BUCKETS = 10**6
 MAX_BATCH = 2**24  # --batch and --seq, as dnn-plan's --global-batch and --seq
-DP_ROW_STEPS = 2**31  # N^2 K above which bnb's comparison row leaves out the count-capped DP
 
 
 def check_options(args: argparse.Namespace) -> None:
@@ -136,10 +135,10 @@ def solve(args: argparse.Namespace, coordination: Any = "seq", **params: Any) ->
     baselines = problem.baselines(args.bucket_mb)
     n, left_out = len(profile.tensors), None
     if args.streams == 1 and args.method != "dp":
-        if 0 < problem.max_buckets < n and n * n * problem.max_buckets > DP_ROW_STEPS:
-            left_out = (f"dp row left out: with a bucket-count cap the DP takes about N^2 K = "
-                        f"{n * n * problem.max_buckets:.1e} steps, which --time-limit does not bound; "
-                        f"--method dp runs it")
+        if not problem.dp_fits():
+            left_out = (f"dp row left out: its table for N = {n} tensors and K = {problem.max_buckets} "
+                        f"buckets would need (K + 1)(N + 1) = {(problem.max_buckets + 1) * (n + 1):.1e} "
+                        f"entries, past {DP_TABLE_ENTRIES:.1e}")
         else:
             baselines["dp"] = problem.merged(problem.dp())
     result.solution = [list(b) for b in plan.buckets()]

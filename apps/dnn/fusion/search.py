@@ -35,6 +35,7 @@ __all__ = ["MIB", "Fusion", "Plan"]
 MIB = 1 << 20
 QUICK = 1 << 12         # combinations per half for the first, cheap balanced split
 MERGE_STEPS = 1_000_000  # trials and end-time steps merged() may take (about 0.5 s)
+DP_TABLE_ENTRIES = 1 << 27  # the DP's table under a count cap: (K + 1)(N + 1) int64 entries, 1 GiB
 
 
 @dataclass
@@ -134,11 +135,23 @@ class Fusion:
         """Buckets of ``bucket_bytes`` (DDP's bucket_cap_mb, in bytes)."""
         return self.evaluate(self.fixed_ends(bucket_bytes))
 
+    def dp_fits(self) -> bool:
+        """Whether the DP's table, (K + 1)(N + 1) entries under a count cap K, stays within
+        ``DP_TABLE_ENTRIES``."""
+        layers = self.max_buckets if 0 < self.max_buckets < self.n else 1
+        return (layers + 1) * (self.n + 1) <= DP_TABLE_ENTRIES
+
     def dp(self) -> Plan:
-        """The exact optimum on one stream (with the caps) by dynamic programming."""
+        """The exact optimum on one stream (with the caps) by dynamic programming, in O(N) time
+        per bucket count."""
         if self.streams != 1:
             raise UsageError("the DP is exact for one stream only; use the branch and bound (bnb) for "
                              "--streams > 1")
+        if not self.dp_fits():
+            gib = (self.max_buckets + 1) * (self.n + 1) * 8 / 2**30
+            raise UsageError(f"the DP's table for {self.n} tensors and at most {self.max_buckets} buckets "
+                             f"needs {gib:.1f} GiB, over its {DP_TABLE_ENTRIES * 8 / 2**30:g} GiB; the "
+                             f"branch and bound (bnb) needs no table")
         _, ends = dp(self.profile.nbytes, self.ready, *self._costs, self.max_buckets, self.cap_bytes)
         return self.evaluate(ends)
 
@@ -253,10 +266,15 @@ class Fusion:
 
         The first incumbent is the best feasible baseline (no fusion, one bucket, 25 MB, 64 MB) or,
         with several streams and a baseline above the root bound, ``balanced()`` when it is better
-        (a cheap split first, the full one only when the cheap one beat the baselines).
+        (a cheap split first, the full one only when the cheap one beat the baselines). On one
+        stream under a bucket-count cap it is the DP's plan (O(N K)): every node's bound is at
+        least that optimum, so the root proves it, where the search alone ran out of time on
+        20,000 tensors.
         """
         params.setdefault("prune_level", False)      # sibling bounds are not monotone
         seeds = [p for p in self.baselines().values() if p.feasible]
+        if self.streams == 1 and 0 < self.max_buckets < self.n and self.dp_fits():
+            seeds.append(self.dp())
         seed = min(seeds, key=lambda p: p.comm_ns, default=None)
         if self.streams > 1 and (seed is None or seed.comm_ns > self.core().node_bound([])):
             for combos in (QUICK, SUMS):            # a cheap split first; refine only if it helps

@@ -27,8 +27,9 @@ cdef enum:
 MEMO_SLOTS = SLOTS
 
 cdef int64_t FS = 1_000_000
-cdef int64_t WALK_LIMIT = 1 << 27    # steps FusionCore._tight_lists may take (about 0.2 s)
+cdef int64_t WALK_LIMIT = 1 << 27    # steps _tight_lists (about 0.2 s) or a counted optimum (1.6 s) may take
 cdef int64_t LIST_LIMIT = 1 << 24    # and entries it may keep (64 MiB)
+cdef int64_t TABLE_LIMIT = 1 << 24   # entries FusionCore's counted table may hold (128 MiB)
 cdef int64_t BIG = 1 << 62       # no bucketing yet
 cdef double INF = float("inf")
 
@@ -130,46 +131,129 @@ def replay(nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int stream
     return max(free_at), out
 
 
-cdef int64_t _free_times(_Instance inst, const int64_t* before, int64_t* row, int32_t* arg,
-                         int64_t budget=-1) noexcept nogil:
-    """One stream: row[j] = min over a last bucket [i, j) of max(r_{j-1}, before[i]) + cost(i, j),
-    where that beats row[j] (arg[j] = that i, unless arg is NULL); ``before`` may be ``row`` itself.
-    The scan over i stops once the bucket alone cannot end before the best, as its cost grows as i
-    falls. With ``budget`` >= 0, stops (returning -1) after that many steps; else the budget left."""
-    cdef int n = inst.n, i, j
-    cdef int64_t v, c
+cdef void _free_times(_Instance inst, const int64_t* before, int64_t* row, int32_t* window) noexcept nogil:
+    """One stream: row[j] = min(row[j], min over a last bucket [i, j) of max(r_{j-1}, before[i]) +
+    cost(i, j)), in O(n); ``before`` may be ``row`` itself (filled in order of j). ``window``:
+    scratch for n entries.
+
+    Needs ``before`` non-decreasing with before[0] = 0 (BIG where no bucketing reaches: a
+    suffix), which holds for the earliest free time of a prefix in at most u buckets, or in any
+    number: drop the prefix's last tensor from its last bucket and that bucket ends no later.
+    Then for each j the last buckets split at p, the last i <= j - 2 with before[i] <= r_{j-1}:
+    - i = j - 1, one tensor (no gamma), is tried alone;
+    - i <= p start at r_{j-1}, so the largest such i that fits is the best of them;
+    - p < i <= j - 2 end at before[i] + alpha + ceil(x_j - x_i) with x_i = (beta + gamma)
+      prefix_i / FS. Write x_i = q_i + s_i / FS (whole and remainder): the ceil is
+      q_j - q_i + [s_j > s_i], so the best is the least before[i] - q_i, and among those the
+      largest s_i, over a window whose two ends only move right: a sliding-window minimum.
+    Exact in integers, so the DP, the search and brute force still agree to the nanosecond."""
+    cdef int n = inst.n, j, i, p = 0, lo = 0, pushed = 0, head = 0, tail = 0, left
+    cdef int64_t r, v, b, per = inst.beta + inst.gamma, x, key, qi
+    cdef int64_t* prefix = inst.prefix
     for j in range(1, n + 1):
-        for i in range(j - 1, -1, -1):
-            if budget >= 0:
-                if budget == 0:
-                    return -1
-                budget -= 1
-            if not inst.fits(i, j):
-                break
-            c = inst.cost(i, j)
-            if inst.ready[j - 1] + c >= row[j]:
-                break
-            v = before[i]
-            if v >= BIG:
-                continue
-            v = _max(inst.ready[j - 1], v) + c
+        r = inst.ready[j - 1]
+        b = before[j - 1]
+        if b < BIG:
+            v = _max(r, b) + inst.cost(j - 1, j)
             if v < row[j]:
                 row[j] = v
-                if arg != NULL:
-                    arg[j] = i
-    return budget
+        if j < 2:
+            continue
+        if inst.cap > 0:
+            while prefix[j] - prefix[lo] > inst.cap:
+                lo += 1
+        while p + 1 <= j - 2 and before[p + 1] <= r:
+            p += 1
+        if lo <= p and before[p] <= r:
+            v = r + inst.cost(p, j)
+            if v < row[j]:
+                row[j] = v
+        while pushed <= j - 2:                      # the window's right end: i = j - 2
+            if before[pushed] < BIG:
+                x = per * prefix[pushed]
+                key = before[pushed] - x // FS
+                while tail > head:
+                    i = window[tail - 1]
+                    qi = per * prefix[i]
+                    if (before[i] - qi // FS < key
+                            or (before[i] - qi // FS == key and qi % FS > x % FS)):
+                        break
+                    tail -= 1
+                window[tail] = pushed
+                tail += 1
+            pushed += 1
+        left = p + 1 if p + 1 > lo else lo
+        while head < tail and window[head] < left:
+            head += 1
+        if head < tail:
+            i = window[head]
+            qi = per * prefix[i]
+            x = per * prefix[j]
+            v = before[i] - qi // FS + x // FS + inst.alpha + (1 if x % FS > qi % FS else 0)
+            if v < row[j]:
+                row[j] = v
 
 
-cdef void _first_bucket(_Instance inst, int64_t* row, int32_t* arg) noexcept nogil:
-    """The counted tables' first layer: row[j] = the end of one bucket [0, j) where it fits (a scan
-    by ``_free_times`` would pass every i > 0 for nothing)."""
+cdef int _last_start(_Instance inst, const int64_t* before, int j, int64_t end) noexcept nogil:
+    """The largest i whose bucket [i, j) after ``before[i]`` ends at ``end`` (-1 if none): how
+    dp() reads its bucketing back from the table, as the old scan's argmin did."""
+    cdef int i
+    cdef int64_t c
+    for i in range(j - 1, -1, -1):
+        if not inst.fits(i, j):
+            break
+        c = inst.cost(i, j)
+        if inst.ready[j - 1] + c > end:
+            break
+        if before[i] < BIG and _max(inst.ready[j - 1], before[i]) + c == end:
+            return i
+    return -1
+
+
+cdef void _first_bucket(_Instance inst, int64_t* row) noexcept nogil:
+    """The counted tables' first layer: row[j] = the end of one bucket [0, j) where it fits."""
     cdef int j
     for j in range(1, inst.n + 1):
         if not inst.fits(0, j):
             break
         row[j] = inst.ready[j - 1] + inst.cost(0, j)
-        if arg != NULL:
-            arg[j] = 0
+
+
+cdef void _counted_table(_Instance inst, int layers, int64_t* e, int32_t* window) noexcept nogil:
+    """e[k (n + 1) + j] = the earliest the one stream is free after some bucketing of tensors ..j
+    into at most k buckets, k = 0..layers (BIG: none fits); ``window``: scratch for n entries."""
+    cdef size_t w = inst.n + 1, at
+    cdef int k
+    for at in range((layers + 1) * w):
+        e[at] = BIG
+    e[0] = 0
+    for k in range(1, layers + 1):
+        memcpy(e + k * w, e + (k - 1) * w, w * sizeof(int64_t))   # at most k - 1 is at most k
+        if k == 1:
+            _first_bucket(inst, e + w)
+        else:
+            _free_times(inst, e + (k - 1) * w, e + k * w, window)
+
+
+cdef int64_t _counted_optimum(_Instance inst, int layers, int64_t* rows, int32_t* window) noexcept nogil:
+    """The last entry of ``_counted_table`` (the optimum in at most ``layers`` buckets) with two
+    rows of n + 1 entries (``rows``) in place of the whole table."""
+    cdef size_t w = inst.n + 1, at
+    cdef int k
+    cdef int64_t* before = rows
+    cdef int64_t* row = rows + w
+    cdef int64_t* swap
+    for at in range(2 * w):
+        rows[at] = BIG
+    rows[0] = rows[w] = 0
+    _first_bucket(inst, row)
+    for k in range(2, layers + 1):
+        swap = before
+        before = row
+        row = swap
+        memcpy(row, before, w * sizeof(int64_t))
+        _free_times(inst, before, row, window)
+    return row[inst.n]
 
 
 def dp(nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int max_buckets=0, int64_t cap=0):
@@ -177,49 +261,55 @@ def dp(nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int max_bucket
     (bytes per fused bucket) are optional constraints (0: none).
 
     E(j) = min_i max(ready[j-1], E(i)) + cost(i, j) is exact because a bucket's end is monotone in
-    the previous end; with a bucket cap the table gains a bucket-count axis (O(N^2 K)).
+    the previous end; with a bucket cap K the table gains a bucket-count axis (layer k: at most k
+    buckets). Each layer takes O(n) (``_free_times``), so O(N K) in all. The ends are read back
+    with the fewest buckets that reach the optimum, each bucket starting as late as it can.
     """
     cdef _Instance inst = _Instance(nbytes, ready, alpha, beta, gamma, cap)
     cdef int n = inst.n, layers = max_buckets if 0 < max_buckets < n else 1
     cdef bint counted = 0 < max_buckets < n
     if n == 0:
         return 0, []
-    cdef int64_t* e = <int64_t*>malloc((layers + 1) * (n + 1) * sizeof(int64_t))
-    cdef int32_t* arg = <int32_t*>malloc((layers + 1) * (n + 1) * sizeof(int32_t))
-    cdef int k, j, w = n + 1, best_k
-    cdef int64_t best
-    if not (e and arg):
+    cdef size_t w = n + 1, at
+    cdef int64_t* e = <int64_t*>malloc((layers + 1) * w * sizeof(int64_t))
+    cdef int32_t* window = <int32_t*>malloc(w * sizeof(int32_t))
+    cdef int k, j, i
+    cdef int64_t best, end
+    if not (e and window):
+        free(e)
+        free(window)
         raise MemoryError()
     try:
-        for k in range(layers + 1):
-            for j in range(n + 1):
-                e[k * w + j] = BIG
-        e[0] = 0
-        if not counted:
-            e[w] = 0                                # the one layer reads its own row
         with nogil:
-            for k in range(1, layers + 1):
-                if counted and k == 1:
-                    _first_bucket(inst, e + w, arg + w)
-                else:
-                    _free_times(inst, e + (k - 1) * w if counted else e + k * w, e + k * w, arg + k * w)
-        best_k, best = 1, e[w + n]
-        for k in range(2, layers + 1):
-            if e[k * w + n] < best:
-                best_k, best = k, e[k * w + n]
+            if counted:
+                _counted_table(inst, layers, e, window)
+            else:
+                for at in range(2 * w):
+                    e[at] = BIG
+                e[0] = e[w] = 0                     # the one layer reads its own row
+                _free_times(inst, e + w, e + w, window)
+        best = e[layers * w + n]
         if best >= BIG:
             raise ValueError(f"no bucketing of {n} tensors into at most {max_buckets} buckets fits")
         ends = []
-        j, k = n, best_k
+        j, k, end = n, layers, best
         while j > 0:
             ends.append(j)
-            j = arg[k * w + j]
             if counted:
+                while k > 1 and e[(k - 1) * w + j] == end:
+                    k -= 1
+                i = _last_start(inst, e + (k - 1) * w, j, end)
                 k -= 1
+            else:
+                i = _last_start(inst, e + w, j, end)
+            if i < 0:
+                raise RuntimeError(f"dp: no last bucket ends prefix {j} at {end} ns")
+            j = i
+            end = e[k * w + j] if counted else e[w + j]
         return best, ends[::-1]
     finally:
         free(e)
-        free(arg)
+        free(window)
 
 
 cdef class FusionCore(OptimisationCore):
@@ -253,6 +343,7 @@ cdef class FusionCore(OptimisationCore):
     cdef int32_t* tight_at      # n + 2, with first_free unless too many: tight_to[tight_at[j]:
     cdef int32_t* tight_to      # tight_at[j + 1]] are the ends c that can follow prefix j (ascending)
     cdef int64_t last_end, last_cost
+    cdef int64_t optimum        # one stream: the DP's optimum (E(n) or F_K(n)), a floor under every node; else 0
     cdef int32_t* root_ends     # n: frame 0's bucket ends (a task's node, from load)
     cdef uint8_t* root_ranks    # n: and their stream ranks
     cdef int32_t* path_ends     # n: scratch for dump and solution
@@ -321,8 +412,10 @@ cdef class FusionCore(OptimisationCore):
             self.first_free = <int64_t*>malloc((n + 1) * sizeof(int64_t))
             if not self.first_free:
                 raise MemoryError()
-            self._first_free()
+            if self._first_free() < 0:
+                raise MemoryError()
             self._tight_lists()
+            self.optimum = self.first_free[n]
         elif streams == 1:
             self._capped_free()
         self.has_bound = True
@@ -377,48 +470,49 @@ cdef class FusionCore(OptimisationCore):
         cdef int64_t hx = self.pmin[i] + x // FS, hy = self.pmin[other] + y // FS
         return hx < hy or (hx == hy and x % FS < y % FS)
 
-    cdef void _first_free(self) noexcept nogil:
+    cdef int _first_free(self) noexcept nogil:
         """E(j): the earliest the one stream is free after some bucketing of tensors ..j (dp()'s
         table without the count axis)."""
         cdef int j
+        cdef int32_t* window = <int32_t*>malloc((self.n + 1) * sizeof(int32_t))
+        if not window:
+            return -1
         self.first_free[0] = 0
         for j in range(1, self.n + 1):
             self.first_free[j] = BIG
-        _free_times(self.inst, self.first_free, self.first_free, NULL)
+        _free_times(self.inst, self.first_free, self.first_free, window)
+        free(window)
+        return 0
 
     cdef int _capped_free(self) except -1:
         """F_u(j), the earliest the one stream is free after some bucketing of tensors ..j into at
-        most u buckets (dp()'s counted table, then a running minimum over u), for u <= K. Like
-        E(j) without a cap, a child (c, u buckets, free at w) with w > F_u(c) is skipped: that
-        bucketing takes every completion of the child too, within K buckets, no later. The table
-        costs what the counted DP costs, O(n^2 K) at worst, so where it would pass
-        ``WALK_LIMIT`` steps (at once if (K - 1) n does: every layer past the first walks each j)
-        it is not kept, and the search goes without the rule."""
-        cdef int n = self.n, K = self.max_buckets, u, w = n + 1
-        cdef int64_t budget = WALK_LIMIT, j
-        cdef int64_t* e
-        if <int64_t>(K - 1) * n > WALK_LIMIT:       # each layer past the first walks every j
+        most u buckets (dp()'s counted table), for u <= K. Like E(j) without a cap, a child (c, u
+        buckets, free at w) with w > F_u(c) is skipped: that bucketing takes every completion of
+        the child too, within K buckets, no later. The table takes O(n K) time; where its
+        (K + 1)(n + 1) entries would pass ``TABLE_LIMIT`` it is not kept, and the search goes
+        without the rule. Its last entry, the optimum, becomes ``optimum``, computed on two rows
+        where the table is not kept, unless that too would pass ``WALK_LIMIT`` steps."""
+        cdef int n = self.n, K = self.max_buckets
+        cdef bint whole = <int64_t>(K + 1) * (n + 1) <= TABLE_LIMIT
+        if not whole and <int64_t>K * n > WALK_LIMIT:   # about 12 ns a step
             return 0
-        e = <int64_t*>malloc(<size_t>(K + 1) * <size_t>w * sizeof(int64_t))
-        if not e:
-            raise MemoryError()
-        for j in range(<int64_t>(K + 1) * w):
-            e[j] = BIG
-        e[0] = 0
-        with nogil:
-            _first_bucket(self.inst, e + w, NULL)
-            for u in range(2, K + 1):
-                budget = _free_times(self.inst, e + (u - 1) * w, e + u * w, NULL, budget)
-                if budget < 0:
-                    break
-        if budget < 0:
+        cdef int64_t* e = <int64_t*>malloc((<size_t>(K + 1) if whole else 2) * <size_t>(n + 1) * sizeof(int64_t))
+        cdef int32_t* window = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+        if not (e and window):
             free(e)
-            return 0
-        for u in range(1, K + 1):                   # at most u buckets: the least over fewer
-            for j in range(w):
-                if e[<int64_t>(u - 1) * w + j] < e[<int64_t>u * w + j]:
-                    e[<int64_t>u * w + j] = e[<int64_t>(u - 1) * w + j]
-        self.capped_free = e
+            free(window)
+            raise MemoryError()
+        with nogil:
+            if whole:
+                _counted_table(self.inst, K, e, window)
+                self.optimum = e[<int64_t>K * (n + 1) + n]
+            else:
+                self.optimum = _counted_optimum(self.inst, K, e, window)
+        free(window)
+        if whole:
+            self.capped_free = e
+        else:
+            free(e)
         return 0
 
     def capped_free_time(self, int u, int j):
@@ -812,7 +906,7 @@ cdef class FusionCore(OptimisationCore):
         b = _max(b, _cdiv(fill, s))
         b = _max(b, self.last_end)
         b = _max(b, v[0] + self.last_cost)          # the last bucket waits for a stream
-        return b
+        return _max(b, self.optimum)                # no bucketing beats the one-stream DP
 
     def node_bound(self, ends, ranks=None):
         """The bound of the node with these bucket ends (and stream ranks, default 0), for tests."""
