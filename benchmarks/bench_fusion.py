@@ -36,9 +36,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--time-limit", type=float, default=20.0, help="per branch-and-bound run")
     parser.add_argument("--large", action="store_true", help="20,000 and 100,000 tensors, end to end")
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS),
+                        help="with --large: which of its variants to run (default: all)")
     args = parser.parse_args()
     if args.large:
-        large(args.repeat, args.time_limit)
+        large(args.repeat, args.time_limit, [VARIANTS[v] for v in args.variants])
         return
     cases = []
     for profile in (resnet50(), bert_large(), gpt3()):
@@ -88,10 +90,11 @@ def _sizes(rng: random.Random, n: int, shape: str) -> list[tuple[int, float]]:
 
 # shape, alpha s, beta s/B, gamma s/B (the synthetic profiles' gamma: read and write at 900 GB/s)
 LARGE = [("same", 50e-6, 1e-11, 0.0), ("mixed", 50e-6, 1e-10, 1e-12), ("lognormal", 20e-6, 1e-10, 2 / 900e9)]
-VARIANTS = [[], ["--cap-mb", "25"], ["--max-buckets", "64"], ["--streams", "2"]]
+VARIANTS = {"base": [], "cap": ["--cap-mb", "25"], "count": ["--max-buckets", "64"],
+            "streams": ["--streams", "2"]}
 
 
-def large(repeat: int, limit: float) -> None:
+def large(repeat: int, limit: float, variants: list[list[str]]) -> None:
     """Whole ``yewpy fusion`` processes on big profiles (see the module docstring)."""
     yewpy = str(Path(sys.executable).parent / "yewpy")
     print("| N | shape | variant | bnb s | bnb nodes | status | dp s | bnb = dp |")
@@ -103,7 +106,7 @@ def large(repeat: int, limit: float) -> None:
                 path = Path(tmp) / f"{shape}-{n}.json"
                 path.write_text(write_profile(Profile.from_seconds(
                     f"{shape}-{n}", [(f"t{k}", b, s) for k, (b, s) in enumerate(rows)], alpha, beta, gamma)))
-                for variant in VARIANTS:
+                for variant in variants:
                     out = {}
                     for method in ("bnb", "dp"):
                         if method == "dp" and "--streams" in variant:
