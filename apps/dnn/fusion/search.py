@@ -19,12 +19,10 @@ minimising core) that also handles several streams and equals the DP where both 
 
 from __future__ import annotations
 
-import bisect
-import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from yewpy.apps.dnn.fusion._fusion import FS_PER_NS, MAX_STREAMS, FusionCore, dp, replay
+from yewpy.apps.dnn.fusion._fusion import MAX_STREAMS, FusionCore, Instance, dp, replay
 from yewpy.apps.dnn.fusion.balance import SUMS, balance_tail
 from yewpy.apps.dnn.fusion.profile import NS, Profile
 from yewpy.errors import UsageError
@@ -72,24 +70,11 @@ class Fusion:
         self.n = len(profile.tensors)
         self.ready = profile.ready_ns
         self._costs = (profile.alpha_ns, profile.beta_fs, profile.gamma_fs)
-        self._prefix = [0, *itertools.accumulate(profile.nbytes)]
-        fewest = self._fewest_buckets() if max_buckets else 0
+        self._instance = Instance(profile.nbytes, self.ready, *self._costs, cap_bytes)  # the core's costs
+        fewest = self._instance.fewest_buckets() if max_buckets else 0
         if fewest > max_buckets > 0:
             raise UsageError(f"the bytes cap needs at least {fewest} buckets, more than the cap of "
                              f"{max_buckets}")
-
-    def _fewest_buckets(self) -> int:
-        """The fewest buckets the bytes cap allows: each as long as it fits (a single tensor always
-        does), as ``FusionCore.min_buckets`` counts them, without building a core's tables."""
-        count, start, n = 0, 0, self.n
-        while start < n:
-            end = start + 1
-            if self.cap_bytes:
-                end = max(end, bisect.bisect_right(self._prefix, self._prefix[start] + self.cap_bytes) - 1)
-            else:
-                end = n
-            count, start = count + 1, end
-        return count
 
     # -- plans ------------------------------------------------------------------------------------
 
@@ -183,7 +168,7 @@ class Fusion:
                 out, m = [t], i + 1                 # bucket m (old numbering) ends where t's does
                 while t != finish[m] and m + 1 < len(ends):
                     m += 1
-                    t = max(t, self.ready[ends[m] - 1]) + self._cost(ends[m - 1], ends[m])
+                    t = max(t, self.ready[ends[m] - 1]) + self._instance.bucket_cost(ends[m - 1], ends[m])
                     out.append(t)
                 steps += m - i
                 del ends[i]
@@ -210,15 +195,9 @@ class Fusion:
     def _merged_end(self, ends: list[int], finish: list[int], i: int) -> int | None:
         """When buckets i and i + 1 merged would end, or None when the bytes cap forbids it."""
         start, end = ends[i - 1] if i else 0, ends[i + 1]
-        if self.cap_bytes and self._prefix[end] - self._prefix[start] > self.cap_bytes:
+        if not self._instance.bucket_fits(start, end):
             return None
-        return max(finish[i - 1] if i else 0, self.ready[end - 1]) + self._cost(start, end)
-
-    def _cost(self, i: int, j: int) -> int:
-        """The all-reduce of bucket [i, j) in ns, as the compiled core computes it."""
-        alpha, beta, gamma = self._costs
-        x = (beta + (gamma if j - i > 1 else 0)) * (self._prefix[j] - self._prefix[i])
-        return alpha + (-(-x // FS_PER_NS) if x > 0 else 0)
+        return max(finish[i - 1] if i else 0, self.ready[end - 1]) + self._instance.bucket_cost(start, end)
 
     def baselines(self, bucket_mb: float = 25.0) -> dict[str, Plan]:
         """No fusion, a single bucket, DDP 25 MB, Horovod's 64 MB and ``bucket_mb`` (when different)."""

@@ -42,7 +42,7 @@ cdef inline int64_t _max(int64_t a, int64_t b) noexcept nogil:
     return a if a > b else b
 
 
-cdef class _Instance:
+cdef class Instance:
     """The arrays every routine shares (prefix sums make a bucket's bytes O(1))."""
     cdef int n
     cdef int64_t* nbytes        # n
@@ -84,6 +84,41 @@ cdef class _Instance:
         """Bucket [i, j) respects the memory cap (a single tensor always does)."""
         return self.cap <= 0 or j - i == 1 or self.prefix[j] - self.prefix[i] <= self.cap
 
+    def bucket_cost(self, int i, int j):
+        """``cost`` for Python: ns of bucket [i, j)'s all-reduce."""
+        self._check(i, j)
+        return self.cost(i, j)
+
+    def bucket_fits(self, int i, int j):
+        """``fits`` for Python: whether bucket [i, j) respects the bytes cap."""
+        self._check(i, j)
+        return self.fits(i, j)
+
+    def fewest_buckets(self):
+        """The fewest buckets the bytes cap allows for all the tensors (``_fewest_buckets``)."""
+        cdef int64_t* minb = <int64_t*>malloc((self.n + 1) * sizeof(int64_t))
+        if not minb:
+            raise MemoryError()
+        _fewest_buckets(self, minb)
+        out = minb[0]
+        free(minb)
+        return out
+
+    cdef _check(self, int i, int j):
+        if not 0 <= i < j <= self.n:
+            raise IndexError(f"bucket [{i}, {j}) of {self.n} tensors")
+
+
+cdef void _fewest_buckets(Instance inst, int64_t* minb) noexcept nogil:
+    """minb[k] = the fewest buckets the bytes cap allows for tensors k.. (n + 1 entries): each bucket
+    as long as it fits, since the longest first bucket is never worse."""
+    cdef int n = inst.n, i = n, k
+    minb[n] = 0
+    for k in range(n - 1, -1, -1):
+        while i > k + 1 and not inst.fits(k, i):
+            i -= 1                                  # its end never moves out as k falls
+        minb[k] = 1 + minb[i]
+
 
 cdef void _apply(int64_t* vec, int streams, int rank, int64_t ready, int64_t duration) noexcept nogil:
     """Run a bucket ready at ``ready`` on the stream of sorted rank ``rank`` of ``vec`` (stream free
@@ -110,7 +145,7 @@ def replay(nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int stream
     ``ranks[k]`` picks bucket k's stream by the rank of its free time (ties: lower stream id);
     default 0 (the stream free first, a greedy list schedule).
     """
-    cdef _Instance inst = _Instance(nbytes, ready, alpha, beta, gamma)
+    cdef Instance inst = Instance(nbytes, ready, alpha, beta, gamma)
     if streams < 1:
         raise ValueError("streams must be >= 1")
     free_at = [0] * streams
@@ -131,7 +166,7 @@ def replay(nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int stream
     return max(free_at), out
 
 
-cdef void _free_times(_Instance inst, const int64_t* before, int64_t* row, int32_t* window) noexcept nogil:
+cdef void _free_times(Instance inst, const int64_t* before, int64_t* row, int32_t* window) noexcept nogil:
     """One stream: row[j] = min(row[j], min over a last bucket [i, j) of max(r_{j-1}, before[i]) +
     cost(i, j)), in O(n); ``before`` may be ``row`` itself (filled in order of j). ``window``:
     scratch for n entries.
@@ -194,7 +229,7 @@ cdef void _free_times(_Instance inst, const int64_t* before, int64_t* row, int32
                 row[j] = v
 
 
-cdef int _last_start(_Instance inst, const int64_t* before, int j, int64_t end) noexcept nogil:
+cdef int _last_start(Instance inst, const int64_t* before, int j, int64_t end) noexcept nogil:
     """The largest i whose bucket [i, j) after ``before[i]`` ends at ``end`` (-1 if none): how
     dp() reads its bucketing back from the table, as the old scan's argmin did."""
     cdef int i
@@ -210,7 +245,7 @@ cdef int _last_start(_Instance inst, const int64_t* before, int j, int64_t end) 
     return -1
 
 
-cdef void _first_bucket(_Instance inst, int64_t* row) noexcept nogil:
+cdef void _first_bucket(Instance inst, int64_t* row) noexcept nogil:
     """The counted tables' first layer: row[j] = the end of one bucket [0, j) where it fits."""
     cdef int j
     for j in range(1, inst.n + 1):
@@ -219,7 +254,7 @@ cdef void _first_bucket(_Instance inst, int64_t* row) noexcept nogil:
         row[j] = inst.ready[j - 1] + inst.cost(0, j)
 
 
-cdef void _counted_table(_Instance inst, int layers, int64_t* e, int32_t* window) noexcept nogil:
+cdef void _counted_table(Instance inst, int layers, int64_t* e, int32_t* window) noexcept nogil:
     """e[k (n + 1) + j] = the earliest the one stream is free after some bucketing of tensors ..j
     into at most k buckets, k = 0..layers (BIG: none fits); ``window``: scratch for n entries."""
     cdef size_t w = inst.n + 1, at
@@ -235,7 +270,7 @@ cdef void _counted_table(_Instance inst, int layers, int64_t* e, int32_t* window
             _free_times(inst, e + (k - 1) * w, e + k * w, window)
 
 
-cdef int64_t _counted_optimum(_Instance inst, int layers, int64_t* rows, int32_t* window) noexcept nogil:
+cdef int64_t _counted_optimum(Instance inst, int layers, int64_t* rows, int32_t* window) noexcept nogil:
     """The last entry of ``_counted_table`` (the optimum in at most ``layers`` buckets) with two
     rows of n + 1 entries (``rows``) in place of the whole table."""
     cdef size_t w = inst.n + 1, at
@@ -265,7 +300,7 @@ def dp(nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int max_bucket
     buckets). Each layer takes O(n) (``_free_times``), so O(N K) in all. The ends are read back
     with the fewest buckets that reach the optimum, each bucket starting as late as it can.
     """
-    cdef _Instance inst = _Instance(nbytes, ready, alpha, beta, gamma, cap)
+    cdef Instance inst = Instance(nbytes, ready, alpha, beta, gamma, cap)
     cdef int n = inst.n, layers = max_buckets if 0 < max_buckets < n else 1
     cdef bint counted = 0 < max_buckets < n
     if n == 0:
@@ -331,7 +366,7 @@ cdef class FusionCore(OptimisationCore):
     of it completes that bucketing no sooner. The tree then keeps about one node per prefix. With a
     count cap the same holds per bucket count (``capped_free``: the counted DP's table).
     """
-    cdef _Instance inst
+    cdef Instance inst
     cdef readonly int n, streams, max_buckets
     cdef int64_t* minb          # n + 1
     cdef int64_t* pmin          # n + 1: P_k, the least total cost of buckets covering tensors k..
@@ -369,7 +404,7 @@ cdef class FusionCore(OptimisationCore):
                  int max_buckets=0, int64_t cap=0):
         if not 1 <= streams <= MAX_STREAMS:
             raise ValueError(f"streams must be 1..{MAX_STREAMS}")
-        self.inst = _Instance(nbytes, ready, alpha, beta, gamma, cap)
+        self.inst = Instance(nbytes, ready, alpha, beta, gamma, cap)
         self.n = self.inst.n
         self.streams = streams
         self.max_buckets = max_buckets if 0 < max_buckets < self.n else 0
@@ -390,12 +425,7 @@ cdef class FusionCore(OptimisationCore):
             raise MemoryError()
         if not (self.minb and self.pmin and self.cheap and self.tail and self.memo_u and self.memo_v and self.memo_fill):
             raise MemoryError()
-        self.minb[n] = 0
-        i = n
-        for k in range(n - 1, -1, -1):              # the longest first bucket is never worse
-            while i > k + 1 and not self.inst.fits(k, i):
-                i -= 1                              # its end never moves out as k falls
-            self.minb[k] = 1 + self.minb[i]
+        _fewest_buckets(self.inst, self.minb)
         cdef int32_t* window = <int32_t*>malloc((n + 2) * sizeof(int32_t))
         if not window:
             raise MemoryError()
