@@ -1,4 +1,4 @@
-"""Tensor fusion: the O(N^2) DP against the branch and bound, time and nodes, on realistic tensor counts.
+"""Tensor fusion: the DP against the branch and bound, time and nodes, on realistic tensor counts.
 
 ResNet-50 (161 tensors), BERT-large (391) and a GPT-3 175B layout (1,156 tensors: Megatron's 12 per
 layer + embeddings + final norm, one 8x8 V100 data-parallel group as in the synthetic profiles).

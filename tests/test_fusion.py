@@ -3,9 +3,11 @@ the caps and streams, every coordination, MPI, the CLI and bad input."""
 
 from __future__ import annotations
 
+import copy
 import doctest
 import itertools
 import json
+import pickle
 import random
 import subprocess
 
@@ -238,11 +240,21 @@ def test_the_linear_dp_takes_the_largest_remainder_among_equal_keys():
         assert f.dp().comm_ns == want, (rows, p.alpha_ns, p.beta_fs, p.gamma_fs, k, cap)
 
 
+def test_a_fusion_problem_pickles_and_skips_a_dp_it_cannot_hold():
+    """``Fusion`` holds the compiled ``Instance``, which pickles by its arguments (as it did before
+    it held one); a two-stream seed that needs a DP table past ``DP_TABLE_ENTRIES`` is skipped."""
+    p = profile([(4096, 10 * k) for k in range(50)], 5_000, 100_000, 1_000)
+    f = pickle.loads(pickle.dumps(Fusion(p, max_buckets=20, cap_bytes=20_000)))
+    assert f.dp().comm_ns == _quadratic_dp(p, 20, 20_000)[50] == copy.deepcopy(f).dp().comm_ns
+    big = Fusion(profile([(4096, 100)] * 5000, 50_000, 10_000), streams=2, max_buckets=4000)
+    assert not big.dp_fits() and big.balanced() is None
+
+
 def test_the_counted_dp_is_linear_in_the_tensors():
     """20,000 tensors under a cap of 64 buckets: the O(N^2 K) table took 15.5 s (docs/benchmarks.md,
     stop 57), and the search without it stopped at its limit. In O(N K) the table is built, its
     optimum is a floor under every node, and the search seeded with the DP's plan proves it at
-    the root's children (the search alone still misses it: 129,025 nodes in 20 s)."""
+    the root's children (unseeded, it still stops at its limit: 129,025 nodes in 20 s)."""
     rows = [(4096, 100 * k) for k in range(20000)]
     p = profile(rows, 50_000, 10_000)
     f = Fusion(p, max_buckets=64)
@@ -254,9 +266,10 @@ def test_the_counted_dp_is_linear_in_the_tensors():
 
 
 def test_a_capped_table_past_its_budget_is_never_allocated():
-    """(K - 1) N past 2^27 steps: the table is skipped before its (K + 1)(N + 1) entries are
-    allocated (65,536 tensors at K = 32,768 overflowed an int and raised MemoryError), and the
-    caps still check without a core (``Fusion`` counts the fewest buckets itself)."""
+    """(K + 1)(N + 1) past 2^24 entries and K N past 2^27 steps: neither the table nor its
+    optimum is computed, and the table is never allocated (65,536 tensors at K = 32,768 once
+    overflowed an int and raised MemoryError); the caps still check without a core (``Fusion``
+    counts the fewest buckets with ``Instance``)."""
     n = 65_536
     core = FusionCore([4096] * n, [100 * (k + 1) for k in range(n)], 50_000, 10_000, 0, 1, 32_768, 0)
     assert core.capped_free_time(0, 0) is None
@@ -573,7 +586,7 @@ def test_bnb_leaves_out_a_dp_row_whose_table_would_not_fit(tmp_path):
             assert doc["baselines"]["dp"]["comm_end_seconds"] == doc["plan"]["comm_end_seconds"]
     done = subprocess.run([*yewpy_cmd(), "fusion", "--profile-json", str(path), "--max-buckets", "11999",
                            "--method", "dp"], capture_output=True, text=True)
-    assert done.returncode == 2 and done.stderr.startswith("yewpy: error: ") and "GiB" in done.stderr
+    assert done.returncode == 2 and done.stderr.startswith("yewpy: error: ") and "MiB" in done.stderr
     assert len(done.stderr.splitlines()) == 1
 
 

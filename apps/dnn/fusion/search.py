@@ -3,8 +3,8 @@
 Gradients appear one by one during the backward pass; a bucket (contiguous gradients) is
 all-reduced once its last gradient exists and its stream is free, at an alpha-beta cost.  Few
 buckets pay alpha few times but start late; many buckets overlap with the backward pass but pay
-alpha often.  ``Fusion.dp()`` is the exact O(N^2) dynamic program (one stream, optionally a bucket
-count cap and a bytes cap per bucket); ``Fusion.search()`` is a branch and bound (a compiled
+alpha often.  ``Fusion.dp()`` is the exact dynamic program, O(N K) (one stream, optionally a bucket
+count cap K and a bytes cap per bucket); ``Fusion.search()`` is a branch and bound (a compiled
 minimising core) that also handles several streams and equals the DP where both apply.
 ``no_fusion``, ``single_bucket`` and ``fixed`` (PyTorch DDP's size-capped buckets) are the baselines.
 
@@ -33,7 +33,7 @@ __all__ = ["MIB", "Fusion", "Plan"]
 MIB = 1 << 20
 QUICK = 1 << 12         # combinations per half for the first, cheap balanced split
 MERGE_STEPS = 1_000_000  # trials and end-time steps merged() may take (about 0.5 s)
-DP_TABLE_ENTRIES = 1 << 27  # the DP's table under a count cap: (K + 1)(N + 1) int64 entries, 1 GiB
+DP_TABLE_ENTRIES = 1 << 24  # the DP's table under a count cap: (K + 1)(N + 1) int64 entries, 128 MiB
 
 
 @dataclass
@@ -71,6 +71,7 @@ class Fusion:
         self.ready = profile.ready_ns
         self._costs = (profile.alpha_ns, profile.beta_fs, profile.gamma_fs)
         self._instance = Instance(profile.nbytes, self.ready, *self._costs, cap_bytes)  # the core's costs
+        self._dp: Plan | None = None
         fewest = self._instance.fewest_buckets() if max_buckets else 0
         if fewest > max_buckets > 0:
             raise UsageError(f"the bytes cap needs at least {fewest} buckets, more than the cap of "
@@ -128,17 +129,20 @@ class Fusion:
 
     def dp(self) -> Plan:
         """The exact optimum on one stream (with the caps) by dynamic programming, in O(N) time
-        per bucket count."""
+        per bucket count; computed once (a one-stream search under a count cap starts from it, and
+        the CLI compares with it)."""
         if self.streams != 1:
             raise UsageError("the DP is exact for one stream only; use the branch and bound (bnb) for "
                              "--streams > 1")
         if not self.dp_fits():
-            gib = (self.max_buckets + 1) * (self.n + 1) * 8 / 2**30
+            mib = (self.max_buckets + 1) * (self.n + 1) * 8 / 2**20
             raise UsageError(f"the DP's table for {self.n} tensors and at most {self.max_buckets} buckets "
-                             f"needs {gib:.1f} GiB, over its {DP_TABLE_ENTRIES * 8 / 2**30:g} GiB; the "
+                             f"needs {mib:,.0f} MiB, over its {DP_TABLE_ENTRIES * 8 / 2**20:g} MiB; the "
                              f"branch and bound (bnb) needs no table")
-        _, ends = dp(self.profile.nbytes, self.ready, *self._costs, self.max_buckets, self.cap_bytes)
-        return self.evaluate(ends)
+        if self._dp is None:
+            _, ends = dp(self.profile.nbytes, self.ready, *self._costs, self.max_buckets, self.cap_bytes)
+            self._dp = self.evaluate(ends)
+        return self._dp
 
     def merged(self, plan: Plan) -> Plan:
         """The plan with neighbouring buckets merged while the last all-reduce ends no later and the
@@ -206,11 +210,14 @@ class Fusion:
             out[f"fixed_{mb:g}mb"] = self.fixed(round(mb * MIB))
         return out
 
-    def balanced(self, combos: int = SUMS) -> Plan:
+    def balanced(self, combos: int = SUMS) -> Plan | None:
         """A multi-stream heuristic: the bucketing that is optimal for one stream S times as fast
         (the bound's relaxation, docs/fusion.md), list-scheduled; on two streams the buckets that
         start after the ramp-up are split to balance the streams' ends (``fusion.balance``, with
-        at most ``combos`` count combinations per half of its meet in the middle)."""
+        at most ``combos`` count combinations per half of its meet in the middle). None where the
+        DP's table would not fit (``dp_fits``)."""
+        if not self.dp_fits():
+            return None
         scaled = [self.streams * r for r in self.ready]
         _, ends = dp(self.profile.nbytes, scaled, *self._costs, self.max_buckets, self.cap_bytes)
         if self.streams != 2:
@@ -258,7 +265,7 @@ class Fusion:
         if self.streams > 1 and (seed is None or seed.comm_ns > self.core().node_bound([])):
             for combos in (QUICK, SUMS):            # a cheap split first; refine only if it helps
                 plan = self.balanced(combos)
-                if seed is not None and plan.comm_ns >= seed.comm_ns:
+                if plan is None or seed is not None and plan.comm_ns >= seed.comm_ns:
                     break
                 seed = plan
         if seed is not None and "initial_bound" not in params:

@@ -94,6 +94,9 @@ cdef class Instance:
         self._check(i, j)
         return self.fits(i, j)
 
+    def __reduce__(self):
+        return (Instance, self.args)
+
     def fewest_buckets(self):
         """The fewest buckets the bytes cap allows for all the tensors (``_fewest_buckets``)."""
         cdef int64_t* minb = <int64_t*>malloc((self.n + 1) * sizeof(int64_t))
@@ -298,7 +301,9 @@ def dp(nbytes, ready, int64_t alpha, int64_t beta, int64_t gamma, int max_bucket
     E(j) = min_i max(ready[j-1], E(i)) + cost(i, j) is exact because a bucket's end is monotone in
     the previous end; with a bucket cap K the table gains a bucket-count axis (layer k: at most k
     buckets). Each layer takes O(n) (``_free_times``), so O(N K) in all. The ends are read back
-    with the fewest buckets that reach the optimum, each bucket starting as late as it can.
+    from the last: each bucket starts as late as it can, and under a count cap the plan has the
+    fewest buckets that reach the optimum (without one, the ends are the old quadratic scan's,
+    which need not be the fewest).
     """
     cdef Instance inst = Instance(nbytes, ready, alpha, beta, gamma, cap)
     cdef int n = inst.n, layers = max_buckets if 0 < max_buckets < n else 1
@@ -558,7 +563,7 @@ cdef class FusionCore(OptimisationCore):
         (max(E(j), r_{c-1}) + cost(j, c) <= E(c): a child's stream frees no sooner than E(j), and
         later than E(c) it is skipped). For each c those j form a range ending at c - 1 (the test
         without E(j) only gets easier as j grows, as does the bytes cap), found by bisection and
-        then walked, as dp() walks them (a few ns a step). Walks over ``WALK_LIMIT`` steps, or
+        then walked (a few ns a step). Walks over ``WALK_LIMIT`` steps, or
         lists over ``LIST_LIMIT`` entries, in all leave the lists unset: the search then tries
         every end, as with several streams."""
         cdef int n = self.n, c, j, lo, hi, mid
