@@ -366,9 +366,10 @@ cdef class FusionCore(OptimisationCore):
     since the buckets holding tensors k.. start after r_k, on streams free at e_l, and cost >= P_k.
     A per-worker memo skips a child whose state (prefix, buckets used, free times) is dominated by one
     generated before; that is sound because the dominating node is searched or bounded out.
-    On one stream without a bucket-count cap, a child whose stream frees later than the earliest
-    any bucketing of its prefix can (``first_free``, the DP's table) is skipped too: every completion
-    of it completes that bucketing no sooner. The tree then keeps about one node per prefix. With a
+    A child whose last stream frees later than the earliest any bucketing of its prefix frees one
+    stream (``first_free``, the one-stream DP's table) is skipped too: that bucketing, on one stream
+    with the others idle, is a state no later in any stream, and every completion of the child
+    completes it no sooner. On one stream the tree then keeps about one node per prefix. With a
     count cap the same holds per bucket count (``capped_free``: the counted DP's table).
     """
     cdef Instance inst
@@ -377,8 +378,8 @@ cdef class FusionCore(OptimisationCore):
     cdef int64_t* pmin          # n + 1: P_k, the least total cost of buckets covering tensors k..
     cdef int32_t* cheap         # n: the end of the first bucket of a least-cost bucketing of k..
     cdef int64_t* tail          # n + 2: max_{k' >= k} S * r_k' + P_k'
-    cdef int64_t* first_free    # n + 1 (one stream, no count cap; else NULL): E(j) of dp()
-    cdef int64_t* capped_free   # (K + 1) (n + 1) (one stream, count cap K, unless too costly):
+    cdef int64_t* first_free    # n + 1 (no count cap; else NULL): E(j) of dp(), on one stream
+    cdef int64_t* capped_free   # (K + 1) (n + 1) (count cap K, unless too costly):
                                 # [u (n + 1) + j] the earliest free time of j tensors in <= u buckets
     cdef int32_t* tight_at      # n + 2, with first_free unless too many: tight_to[tight_at[j]:
     cdef int32_t* tight_to      # tight_at[j + 1]] are the ends c that can follow prefix j (ascending)
@@ -443,15 +444,16 @@ cdef class FusionCore(OptimisationCore):
         self.last_end = self.inst.ready[n - 1] + self.last_cost if n else 0
         for k in range(n + 1):
             self.memo_fill[k] = 0
-        if streams == 1 and not self.max_buckets:
+        if not self.max_buckets:
             self.first_free = <int64_t*>malloc((n + 1) * sizeof(int64_t))
             if not self.first_free:
                 raise MemoryError()
             if self._first_free() < 0:
                 raise MemoryError()
-            self._tight_lists()
-            self.optimum = self.first_free[n]
-        elif streams == 1:
+            if streams == 1:
+                self._tight_lists()
+                self.optimum = self.first_free[n]
+        else:
             self._capped_free()
         self.has_bound = True
         self.sign = -1.0
@@ -529,7 +531,7 @@ cdef class FusionCore(OptimisationCore):
         where the table is not kept, unless that too would pass ``WALK_LIMIT`` steps."""
         cdef int n = self.n, K = self.max_buckets
         cdef bint whole = <int64_t>(K + 1) * (n + 1) <= TABLE_LIMIT
-        if not whole and <int64_t>K * n > WALK_LIMIT:   # about 12 ns a step
+        if not whole and (self.streams > 1 or <int64_t>K * n > WALK_LIMIT):   # about 12 ns a step
             return 0
         cdef int64_t* e = <int64_t*>malloc((<size_t>(K + 1) if whole else 2) * <size_t>(n + 1) * sizeof(int64_t))
         cdef int32_t* window = <int32_t*>malloc((n + 1) * sizeof(int32_t))
@@ -540,7 +542,8 @@ cdef class FusionCore(OptimisationCore):
         with nogil:
             if whole:
                 _counted_table(self.inst, K, e, window)
-                self.optimum = e[<int64_t>K * (n + 1) + n]
+                if self.streams == 1:
+                    self.optimum = e[<int64_t>K * (n + 1) + n]
             else:
                 self.optimum = _counted_optimum(self.inst, K, e, window)
         free(window)
@@ -818,10 +821,13 @@ cdef class FusionCore(OptimisationCore):
 
     cdef inline bint _skipped(self, int c, int used, const int64_t* w) noexcept nogil:
         """Whether a child at prefix c with ``used`` buckets and free times ``w`` is skipped (and
-        counted as dominated): later than the earliest any bucketing of its prefix frees the one
-        stream (``first_free``, or ``capped_free`` at its count), or dominated in the memo."""
-        if ((self.first_free != NULL and w[0] > self.first_free[c])
-                or (self.capped_free != NULL and w[0] > self.capped_free[used * (self.n + 1) + c])
+        counted as dominated): its last stream frees later than the earliest any bucketing of its
+        prefix frees one stream (``first_free``, or ``capped_free`` at its count), or dominated in
+        the memo. With several streams, that bucketing on one stream leaves the others free at
+        r_{c-1}: a state no later in any stream, whose completions end no later."""
+        cdef int64_t last = w[self.streams - 1]
+        if ((self.first_free != NULL and last > self.first_free[c])
+                or (self.capped_free != NULL and last > self.capped_free[used * (self.n + 1) + c])
                 or self._dominated(c, used, w)):
             self.dominated += 1
             return True
