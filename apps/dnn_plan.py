@@ -120,8 +120,9 @@ def _plan(model: Model, cluster: Cluster, train: Training, top: int, exhaustive:
     if result.status in STOPPED and "estimate" not in params:   # the seed's plans, where it stopped first
         result.solutions = search.best_known(result.solutions, params.get("initial_bound"))
         result.objective = result.solutions[0][0] if result.solutions else None
-        if result.bound is not None and result.objective is not None:   # what the seed's bar pruned
-            result.bound = min(result.bound, result.objective)          # is no faster than its plans
+        if result.stopped_bound is not None and result.objective is not None:
+            # what the seed's bar pruned is no faster than the seed's plans
+            result.stopped_bound = min(result.stopped_bound, result.objective)
     if "estimate" in params or (not result.solutions and result.status in STOPPED):
         # a tree-size estimate, or a search stopped before its first plan: no plan to describe (and
         # an estimate's short search may hold tree leaves, not plans)

@@ -211,8 +211,6 @@ def finish(result: Result, order: Sequence[int]) -> Result:
     if result.solution is None:
         if result.objective is None or result.objective < 0:
             result.objective, result.solution = 0, []
-            if result.status == "optimal":     # proved: the empty packing is the best
-                result.bound = 0
     else:
         result.solution = sorted(order[j] for j in result.solution)
     return result

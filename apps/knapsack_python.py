@@ -59,8 +59,6 @@ class KnapsackPy(yewpy.Optimisation):
             if result.objective is not None and result.objective >= 0:
                 return result               # nothing beat the initial bound
             result.objective = 0            # the empty packing, which beats a negative one
-            if result.status == "optimal":
-                result.bound = 0
         items = []
         taken = result.solution[3] if result.solution else None
         while taken is not None:

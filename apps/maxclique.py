@@ -154,7 +154,6 @@ class MaxClique:
                                      key=lambda x: (str(type(x)), x))
         if result.kind == "optimisation" and result.objective is None:
             result.objective, result.solution = 0, []   # only an empty graph gets here
-            result.bound = 0 if result.status == "optimal" else result.bound
         return result
 
     def is_clique(self, members: Iterable[Any]) -> bool:

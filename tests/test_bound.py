@@ -95,7 +95,7 @@ def test_bounded_children_are_not_bounded_again_but_bound_the_open_work():
 
 def test_the_gap_is_relative_to_the_answer():
     def gap(objective, bound):
-        return Result("optimisation", "time_limit", 1, 0.0, objective=objective, bound=bound).gap
+        return Result("optimisation", "time_limit", 1, 0.0, objective=objective, stopped_bound=bound).gap
 
     assert gap(80, 100) == 0.25 and gap(-4, -2) == 0.5 and gap(3, 3) == 0.0
     assert gap(0, 1) == math.inf and gap(None, 5) is None and gap(5, None) is None
@@ -197,7 +197,7 @@ def test_the_command_line_prints_the_bound_or_why_there_is_none(instances):
     unknown = Result("optimisation", "time_limit", 5, 0.1, objective=3)       # a search without bound
     assert bound_lines(unknown) == ["bound = unknown (this search or coordination cannot bound the work "
                                     "left open)"]
-    assert bound_lines(Result("topk", "node_limit", 5, 0.1, objective=2.0, bound=1.5)) == [
+    assert bound_lines(Result("topk", "node_limit", 5, 0.1, objective=2.0, stopped_bound=1.5)) == [
         "bound = 1.5 (proven: no solution is better; gap 25.00%)"]
     done = subprocess.run([*yewpy_cmd(), "maxclique", str(instances / "clique" / "brock200_4.clq")],
                           capture_output=True, text=True, timeout=120)
@@ -217,3 +217,22 @@ def test_a_bound_that_fails_at_the_stop_costs_no_answer():
     with pytest.warns(RuntimeWarning, match="not bounded: ValueError: no bound here"):
         stopped = Broken(2).search(node_limit=4)
     assert stopped.status == "node_limit" and stopped.objective is not None and stopped.bound is None
+
+
+def test_a_finished_answer_is_its_own_bound_as_the_app_reports_it(tmp_path):
+    """A finished search's bound is its objective as the app reports it: the empty packing or clique
+    an app makes 0 after the search, and fusion's DP, which no engine searched; an answer that is
+    only evaluated (fixed buckets) proves nothing."""
+    from yewpy.apps.knapsack import Knapsack
+    from yewpy.apps.knapsack_python import KnapsackPy
+    from yewpy.apps.maxclique import MaxClique
+
+    for search in (Knapsack([5, 7], [10, 12], 3), KnapsackPy([5, 7], [10, 12], 3), MaxClique(0, [])):
+        result = search.search()
+        assert (result.status, result.objective, result.bound, result.gap) == ("optimal", 0, 0, 0.0)
+    for method, bound in (("dp", True), ("fixed", False)):
+        command = [*yewpy_cmd(), "fusion", "--synthetic", "resnet50", "--method", method, "--json"]
+        done = subprocess.run(command, capture_output=True, text=True)
+        doc = json.loads(done.stdout)
+        assert doc["bound"] == (doc["objective"] if bound else None)
+        assert doc["gap"] == (0.0 if bound else None)

@@ -24,10 +24,11 @@ class Result:
     ``objective`` and ``solution`` are the first of them.
 
     ``bound`` (optimisation and top-K): the best objective any solution can have, proven. It is
-    ``objective`` when the search finished; a stopped search bounds the work it left open (its
-    open frames and tasks, with the search's ``bound``) and takes the better of that and its
-    answer; None where that work could not be bounded (no ``bound``, ``estimate=``, a coordination
-    that does not hold its work in the engine and pool). A top-K search's bound is that of
+    ``objective`` when the search finished, whatever an app makes of an empty answer; a stopped
+    search bounds the work it left open (its open frames and tasks, with the search's ``bound``)
+    and takes the better of that and its answer (``stopped_bound``); None where that work could
+    not be bounded (no ``bound``, ``estimate=``, a coordination that does not hold its work in the
+    engine and pool), or for an answer that is only evaluated. A top-K search's bound is that of
     its best solution. ``gap`` is how far the answer may still be from the optimum.
     """
 
@@ -43,7 +44,16 @@ class Result:
     metrics: dict = field(default_factory=dict)
     extras: dict = field(default_factory=dict)   # app-specific top-level JSON keys
     timed: str = "search only"                   # what ``seconds`` covers, as the CLI labels it
-    bound: Any = None
+    stopped_bound: Any = None                    # ``bound`` of a stopped search (parts.proven_bound)
+
+    @property
+    def bound(self) -> Any:
+        """The proven bound (see the class docstring): the objective once finished."""
+        if self.kind not in BOUNDED:
+            return None
+        if self.status in FINISHED:
+            return self.objective
+        return self.stopped_bound if self.status in STOPPED else None
 
     @property
     def gap(self) -> float | None:

@@ -110,17 +110,15 @@ def build_result(problem: Any, core: Core, parts: list, seconds: float, initial:
             result.objective = initial_bound
             result.solution = initial_solution
         result.status = stop or "optimal"
-    if kind in BOUNDED:
-        result.bound = proven_bound(result, parts, initial[0], core.sign)
+    if kind in BOUNDED and result.status in STOPPED:
+        result.stopped_bound = proven_bound(result, parts, initial[0], core.sign)
     return result
 
 
 def proven_bound(result: Result, parts: list, initial_bound: Any, sign: float) -> Any:
-    """The best objective that any solution can have, proven: a finished search's answer; for a
-    stopped one, the best of its answer, ``initial_bound`` (what is worse was pruned) and every
-    rank's ``open_bound`` (its open work's); None where a rank could not bound its open work."""
-    if result.status not in STOPPED:
-        return result.objective
+    """The best objective that any solution of a stopped search can have, proven: the best of its
+    answer, ``initial_bound`` (what is worse was pruned) and every rank's ``open_bound`` (its open
+    work's); None where a rank could not bound its open work."""
     # every rank this run stopped bounds its open work (a resumed checkpoint's part is "merged",
     # its work back in the pools; a rank "done" has none): one that did not makes it unknown
     stopped = [p for p in parts if p["status"] not in ("done", "found", "merged")]
