@@ -5,6 +5,7 @@ from yewpy.core import OptimisationCore
 FS_PER_NS: int
 MAX_STREAMS: int
 MEMO_SLOTS: int
+TABLE_ENTRIES: int
 
 def replay(nbytes: Sequence[int], ready: Sequence[int], alpha: int, beta: int, gamma: int, streams: int,
            ends: Sequence[int], ranks: Sequence[int] | None = None

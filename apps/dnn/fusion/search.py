@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from yewpy.apps.dnn.fusion._fusion import MAX_STREAMS, FusionCore, Instance, dp, replay
+from yewpy.apps.dnn.fusion._fusion import MAX_STREAMS, TABLE_ENTRIES, FusionCore, Instance, dp, replay
 from yewpy.apps.dnn.fusion.balance import SUMS, balance_tail
 from yewpy.apps.dnn.fusion.profile import NS, Profile
 from yewpy.errors import UsageError
@@ -33,7 +33,7 @@ __all__ = ["MIB", "Fusion", "Plan"]
 MIB = 1 << 20
 QUICK = 1 << 12         # combinations per half for the first, cheap balanced split
 MERGE_STEPS = 1_000_000  # trials and end-time steps merged() may take (about 0.5 s)
-DP_TABLE_ENTRIES = 1 << 24  # the DP's table under a count cap: (K + 1)(N + 1) int64 entries, 128 MiB
+DP_TABLE_ENTRIES = TABLE_ENTRIES  # the DP's table under a count cap: (K + 1)(N + 1) entries, as the core's
 
 
 @dataclass
@@ -254,15 +254,16 @@ class Fusion:
         with several streams and a baseline above the root bound, ``balanced()`` when it is better
         (a cheap split first, the full one only when the cheap one beat the baselines). On one
         stream under a bucket-count cap it is the DP's plan (O(N K)): every node's bound is at
-        least that optimum, so the root proves it, where the search alone ran out of time on
-        20,000 tensors.
+        least that optimum, so the root's children are all pruned, where the search alone ran out
+        of time on 20,000 tensors.
         """
         params.setdefault("prune_level", False)      # sibling bounds are not monotone
         seeds = [p for p in self.baselines().values() if p.feasible]
         if self.streams == 1 and 0 < self.max_buckets < self.n and self.dp_fits():
             seeds.append(self.dp())
         seed = min(seeds, key=lambda p: p.comm_ns, default=None)
-        if self.streams > 1 and (seed is None or seed.comm_ns > self.core().node_bound([])):
+        core = self.core()                          # its tables are built once (a count cap's: O(N K))
+        if self.streams > 1 and (seed is None or seed.comm_ns > core.node_bound([])):
             for combos in (QUICK, SUMS):            # a cheap split first; refine only if it helps
                 plan = self.balanced(combos)
                 if plan is None or seed is not None and plan.comm_ns >= seed.comm_ns:
@@ -271,7 +272,7 @@ class Fusion:
         if seed is not None and "initial_bound" not in params:
             params["initial_bound"] = seed.comm_ns
             params["initial_solution"] = list(zip(seed.ends, seed.ranks or [0] * len(seed.ends)))
-        result = self.core().search(coordination, **params)
+        result = core.search(coordination, **params)
         if result.solution is not None:
             ends = [e for e, _ in result.solution]
             plan = self.evaluate(ends, [r for _, r in result.solution])

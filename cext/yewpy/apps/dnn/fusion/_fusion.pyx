@@ -29,7 +29,8 @@ MEMO_SLOTS = SLOTS
 cdef int64_t FS = 1_000_000
 cdef int64_t WALK_LIMIT = 1 << 27    # steps _tight_lists (about 0.2 s) or a counted optimum (1.6 s) may take
 cdef int64_t LIST_LIMIT = 1 << 24    # and entries it may keep (64 MiB)
-cdef int64_t TABLE_LIMIT = 1 << 24   # entries FusionCore's counted table may hold (128 MiB)
+cdef int64_t TABLE_LIMIT = 1 << 24   # entries a counted table may hold (128 MiB), here and in dp()'s callers
+TABLE_ENTRIES = TABLE_LIMIT
 cdef int64_t BIG = 1 << 62       # no bucketing yet
 cdef double INF = float("inf")
 
