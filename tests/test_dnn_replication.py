@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 import subprocess
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from yewpy.apps.dnn.cluster import load_cluster
 from yewpy.apps.dnn.cost import Training, stage_cost
 from yewpy.apps.dnn.model_files import load_model
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, bounds
+from yewpy.apps.dnn.planner._fill_floor import FillFloor
 from yewpy.apps.dnn.planner.treecount import exhaustive_nodes
 from yewpy.apps.dnn_plan import plan
 
@@ -177,19 +179,23 @@ def test_launchers_refuse_uneven_replication_and_megatron_plans_without_it(tmp_p
 @settings(max_examples=200, deadline=None)
 @given(
     parts=st.lists(st.tuples(st.floats(0.5, 4.0), st.integers(1, 4)), min_size=2, max_size=3),
-    spare=st.floats(0.0, 1.0), bump=st.floats(0.0, 0.5),
+    spare=st.floats(0.0, 1.0), bump=st.floats(0.0, 0.5), lift=st.one_of(st.just(0.0), st.floats(0.0, 3.0)),
     c1=st.one_of(st.floats(0.0, 2.0), st.floats(0.0, 30.0), st.floats(0.0, 200.0)),
-    div=st.sampled_from([1, 2, 4]),
+    div=st.sampled_from([1, 2, 4]), send=st.floats(0.0, 0.5),
 )
-def test_the_fill_floor_is_the_least_over_every_split(parts, spare, bump, c1, div):
-    """``_filled_floor`` of ``_fill_curve`` (a mixed state's Jensen-slot term) against a grid over
+def test_the_fill_floor_is_the_least_over_every_split(parts, spare, bump, lift, c1, div, send):
+    """``FillFloor`` of ``_fill_curve`` (a mixed state's Jensen-slot term) against a grid over
     every split of the work between the parts: part i holds W_i at time r_i W_i over c_i stages, so
-    its largest stage is at least r_i W_i / c_i. The grid's least must not be below the floor (it
-    would not be a floor) and may exceed it only by the grid's step."""
+    its largest stage is at least r_i W_i / c_i, and at least the state's own largest stage
+    (``at``: ``lift`` above the floors' largest). The grid's least must not be below the floor (it
+    would not be a floor) and may exceed it only by the grid's step. ``with_sends`` raises every
+    stage by ``send`` (a floor at x with the sends is the floor at x - send without, plus c1 of them)."""
     work = 1.0
     total = work * min(r for r, _ in parts) * (1 + spare)
     largest = work / sum(c / r for r, c in parts) * (1 + bump)
-    floor = bounds._filled_floor(bounds._fill_curve(work, parts), total, largest, c1, div)
+    state = largest * (1 + lift) if lift else 0.0
+    fill = FillFloor(bounds._fill_curve(work, parts), total, largest, c1, div)
+    floor = fill.at(state)
     steps = 240
     grid = np.linspace(0.0, work, steps + 1)
     splits = np.stack(np.meshgrid(*[grid] * (len(parts) - 1), indexing="ij"), -1).reshape(-1, len(parts) - 1)
@@ -198,11 +204,16 @@ def test_the_fill_floor_is_the_least_over_every_split(parts, spare, bump, c1, di
     r = np.array([r for r, _ in parts])
     c = np.array([c for _, c in parts])
     spent = (splits * r).sum(1)
-    x = np.maximum(largest, (splits * r / c).max(1))
+    x = np.maximum(max(largest, state), (splits * r / c).max(1))
     least = ((np.maximum(spent, total) - total) / div + c1 * x).min()
     step = work / steps * r.max()  # one grid step moves two parts' shares by this much time
     assert floor <= least + 1e-9
     assert least <= floor + 2 * step * (1 / div + c1 / c.min()) + 1e-9
+    assert fill.at(0.0) == fill.least <= floor
+    sent = fill.with_sends(send)
+    assert sent.least == pytest.approx(fill.least + c1 * send, abs=1e-9)
+    assert sent.at(state + send) == pytest.approx(floor + c1 * send, abs=1e-9)
+    assert pickle.loads(pickle.dumps(sent)).at(state + send) == sent.at(state + send)
 
 
 @pytest.mark.parametrize("cluster, replication", [

@@ -349,7 +349,9 @@ def best_completion(search: PlanSearch, node: tuple) -> float:
 
     def walk(j: int, pos: int, s: float, x: float, e: float) -> float:
         if j == shape.p:
-            return pipe_bound((0.0, 0.0, -math.inf), s, x, e, shape.div, shape.c1) if pos == n else math.inf
+            if pos != n:
+                return math.inf
+            return pipe_bound((0.0, 0.0, -math.inf, None), s, x, e, shape.div, shape.c1)
         return min((walk(j + 1, hi, s + a, max(x, b), max(e, c))
                     for hi in range(pos + 1, n - (shape.p - 1 - j) + 1)
                     for a, b, c, _, _ in search._stage_options(sid, 0, pos, hi, j, 0)), default=math.inf)

@@ -28,6 +28,7 @@ from yewpy.apps.dnn.cost import (
     state_bytes_per_param,
     zero3_collectives,
 )
+from yewpy.apps.dnn.planner._fill_floor import FillFloor
 from yewpy.apps.dnn.planner._packing import PackedPart, packed_floor
 from yewpy.apps.dnn.planner.shares import water_fill
 from yewpy.apps.dnn.planner.stage_floor import PARTS_LIMIT, Mode, ModeSet, PartsFloor, StageFloor
@@ -112,7 +113,7 @@ class Bounds:
                     several = self._parts_floor(sid)
                 floor = several if several > floor else floor
             if floor > floors[2]:
-                floors = (floors[0], floors[1], floor)
+                floors = (floors[0], floors[1], floor, floors[3])
             if last is not None and self._sites > 1 and self._leaves_its_site(sid, counts, last):
                 floors = self._with_crossings(sid, floors, 1)
             return pipe_bound(floors, S[0], X[0], E, sh.div, sh.c1)
@@ -150,7 +151,7 @@ class Bounds:
                 if self._sites == 1:  # and the input sends of the stages left (``_with_sends``)
                     ev += sh.c1 * self._exposed_sends(sid)
                 if ev > floors[2]:
-                    floors = (floors[0], floors[1], ev)
+                    floors = (floors[0], floors[1], ev, floors[3])
             return floors
         out = []
         for i in range(len(sh.parts)):
@@ -179,7 +180,7 @@ class Bounds:
         q = sum(counts)
         live = [(i, c) for i, c in enumerate(counts) if c > 0]
         if q == 0:
-            hit = (0.0, 0.0, -math.inf), 0.0
+            hit = (0.0, 0.0, -math.inf, None), 0.0
         else:
             floors = self._time_floors(sid, lo, q, live)
             largest = floors[1]
@@ -271,7 +272,10 @@ class Bounds:
             if hit is None:
                 hit = self._mixed_floors_cache[key] = self._mixed_floors(sid, lo, live)
             total, largest, fill = hit
-            return total, largest, _filled_floor(fill, total, largest, sh.c1, sh.div)
+            if not fill:
+                return total, largest, -math.inf, None
+            floor = FillFloor(fill, total, largest, sh.c1, sh.div)
+            return total, largest, floor.least, floor
         tab = self.part_table(sid, live[0][0])
         total = tab.time["none"][self.n] - tab.time["none"][lo]
         x_lb = max(total / q, tab.sorted_time[-(-R // q)] if R <= self.n else 0.0)
@@ -301,7 +305,7 @@ class Bounds:
             ev = c1 * avg + max(0.0, dp - avg * hide)
         if 0 < lo and len(sh.parts) == 1 and c1 >= 1 and self.stage_floors[sid] > -math.inf:
             ev = max(ev, self._suffix_floor(sid, lo, q, c1 * x_lb))  # the whole shape's: _bound_state
-        return total, x_lb, ev
+        return total, x_lb, ev, None
 
     def _mixed_floors(self, sid: int, lo: int, live: list) -> tuple:
         """``_time_floors`` where the ``live`` (part, stages) parts are of different kinds: by FLOPs
@@ -415,7 +419,7 @@ class Bounds:
         sh, (send, busy) = self.shapes[sid], self._wan_floor(sid)
         exposed = p2p_sends(sh.schedule, sh.v, sh.k) * send
         largest = max(floors[1], exposed, 2 * busy)
-        return floors[0] + 2 * crossings * send, largest, floors[2]
+        return floors[0] + 2 * crossings * send, largest, floors[2], floors[3]
 
     def _with_sends(self, sid: int, floors: tuple, lo: int, q: int) -> tuple:
         """Pipe ``floors`` of the q stages left from block ``lo`` > 0 with their input sends, on one
@@ -424,7 +428,8 @@ class Bounds:
         At the least send of the shape. (At lo = 0 the first stage receives none; left out there,
         as the root bounds of shapes never reached would pay for the sends' links.)"""
         send, exposed = self._least_send(sid), self._exposed_sends(sid)
-        return floors[0] + 2 * q * send, floors[1] + exposed, floors[2] + self.shapes[sid].c1 * exposed
+        fill = None if floors[3] is None else floors[3].with_sends(exposed)
+        return floors[0] + 2 * q * send, floors[1] + exposed, floors[2] + self.shapes[sid].c1 * exposed, fill
 
     def _exposed_sends(self, sid: int) -> float:
         """The least input sends a stage of shape ``sid`` after its first exposes in its steady term."""
@@ -891,33 +896,6 @@ def _fill_curve(work: float, ratios: list) -> tuple:
     return tuple(points)
 
 
-def _filled_floor(fill: tuple, total: float, largest: float, c1: float, div: int) -> float:
-    """The Jensen slot's term from a mixed state's fill curve (``_fill_curve``): the least of
-    (sum - ``total``) / div + c1 X over X at least ``largest``, the sum at X at least ``total``. The
-    bound adds it to the floors' (state's sum + ``total``) / div: a slow part's stages hold blocks
-    at their own, slower, times once the largest stage is small (-inf without a curve)."""
-    if not fill:
-        return -math.inf
-
-    def cost(x: float) -> float:
-        if x >= fill[0][0]:
-            spent = fill[0][1]
-        else:
-            spent = fill[-1][1]
-            for (x_hi, s_hi), (x_lo, s_lo) in zip(fill, fill[1:]):
-                if x >= x_lo:
-                    spent = s_lo + (s_hi - s_lo) * (x - x_lo) / (x_hi - x_lo)
-                    break
-        return (max(spent, total) - total) / div + c1 * x
-
-    # convex and piecewise linear in X: least at ``largest``, a breakpoint or where the sum meets total
-    candidates = [largest] + [x for x, _ in fill if x > largest]
-    for (x_hi, s_hi), (x_lo, s_lo) in zip(fill, fill[1:]):
-        if s_lo > total >= s_hi and x_hi > x_lo:
-            candidates.append(x_lo + (x_hi - x_lo) * (s_lo - total) / (s_lo - s_hi))
-    return min(cost(x) for x in candidates if x >= largest)
-
-
 def _least_cap(floor: StageFloor, low: float, lo: int, first: int) -> float:
     """The least cap at which ``floor`` cuts blocks [lo, n) into stages first .. p - 1, given ``low``,
     a value known to be at most it (to ``FLOOR_STEPS`` bisections)."""
@@ -926,7 +904,13 @@ def _least_cap(floor: StageFloor, low: float, lo: int, first: int) -> float:
 
 def pipe_bound(floors: tuple, s: float, x: float, e: float, div: int, c1: float) -> float:
     """A pipe-mode state's bound: its sum ``s``, maximum ``x`` and exposed time ``e`` joined with the
-    remaining blocks' floors (sum, largest stage, Jensen term), Megatron's Eq. 1 with c1 = m - 1/v."""
-    s_lb, x_lb, ev = floors
+    remaining blocks' floors (sum, largest stage, Jensen term, and the fill floor of stages left on
+    several GPU kinds or None), Megatron's Eq. 1 with c1 = m - 1/v. The fill floor leaves the exposed
+    time out, so the state's ``e`` adds to it, and it rises with ``x`` (``FillFloor.at``)."""
+    s_lb, x_lb, ev, fill = floors
     steady = c1 * (x if x > x_lb else x_lb) + e
+    if fill is not None:
+        filled = fill.at(x) + e
+        if filled > ev:
+            ev = filled
     return (s + s_lb) / div + (ev if ev > steady else steady)
