@@ -133,7 +133,8 @@ class Bounds:
     def _floors(self, sid: int, lo: int, counts: tuple) -> tuple:
         """What the remaining blocks [lo, n) on ``counts`` stages add at least, whatever the state:
         pipe (sum of their times, largest stage, the Jensen floor of the slowest stage's steady and
-        data-parallel time or -inf); hap (sum, largest stage) per class. Cached."""
+        data-parallel time or -inf, and the fill floor of stages left on several GPU kinds or None:
+        ``pipe_bound`` raises it by the state's own); hap (sum, largest stage) per class. Cached."""
         key = (sid, lo, counts)
         hit = self._floors_cache.get(key)
         if hit is None:
@@ -261,7 +262,8 @@ class Bounds:
         (part, stages) parts. Groups of one kind of GPU at one t and d cost blocks alike, so several
         of them are bounded as one group of all their stages (identical groups on different sites,
         say); other mixes by FLOPs over the fastest and over all stages' rates, each part's FLOPs
-        those of its own share of a micro-batch."""
+        those of its own share of a micro-batch, and their fill floor (a ``FillFloor``, the
+        fourth entry; None for one kind)."""
         sh, R = self.shapes[sid], self.n - lo
         _, kinds, alike = self._part_keys(sid)
         if len(live) > 1 and len({kinds[i] for i, _ in live}) > 1:
@@ -274,7 +276,9 @@ class Bounds:
             total, largest, fill = hit
             if not fill:
                 return total, largest, -math.inf, None
-            floor = FillFloor(fill, total, largest, sh.c1, sh.div)
+            floor = self._fill_floors.get((key, sh.c1, sh.div))
+            if floor is None:
+                floor = self._fill_floors[key, sh.c1, sh.div] = FillFloor(fill, total, largest, sh.c1, sh.div)
             return total, largest, floor.least, floor
         tab = self.part_table(sid, live[0][0])
         total = tab.time["none"][self.n] - tab.time["none"][lo]

@@ -80,7 +80,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "_ranking", "seed_plans",
         "_leave_cache", "_blocks_cache", "_packed_cache", "_mixed_floors_cache", "_parts_floors",
         "_sibling_floors", "_parts_cores", "_hap_cores", "_hap_roots", "_time_floors_cache", "_modes_cache",
-        "_parts_cache", "_steps_cache", "_send_cache", "_alike_cache", "_alike_by_costs",
+        "_parts_cache", "_steps_cache", "_send_cache", "_alike_cache", "_alike_by_costs", "_fill_floors",
     })
 
     def __deepcopy__(self, memo: dict) -> PlanSearch:
@@ -141,6 +141,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._alike_cache: dict = {}  # a table -> the first table that costs the blocks alike (bounds._alike)
         self._alike_by_costs: dict = {}  # (rate, FLOPs, block times) -> that first table
         self._mixed_floors_cache: dict = {}  # (part 0's table, live tables and stages, lo) -> _mixed_floors
+        self._fill_floors: dict = {}  # (that key, c1, div) -> its compiled FillFloor (bounds._time_floors)
         self._sites = len({g.site for g in cluster.groups})
         self._table_keys: dict = {}  # (shape, part) -> what its tables depend on (table_key)
         self._kind_cache: dict = {}  # (group, t) -> its GPU kind (bounds._gpu_kind)
