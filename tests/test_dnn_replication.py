@@ -21,6 +21,7 @@ from support import same_optimum, yewpy_cmd
 from yewpy.apps.dnn.cluster import load_cluster
 from yewpy.apps.dnn.cost import Training, stage_cost
 from yewpy.apps.dnn.model_files import load_model
+from yewpy.apps.dnn.models import transformer
 from yewpy.apps.dnn.planner import ExhaustivePlanSearch, PlanSearch, bounds
 from yewpy.apps.dnn.planner._fill_floor import FillFloor
 from yewpy.apps.dnn.planner.treecount import exhaustive_nodes
@@ -214,6 +215,27 @@ def test_the_fill_floor_is_the_least_over_every_split(parts, spare, bump, lift, 
     assert sent.least == pytest.approx(fill.least + c1 * send, abs=1e-9)
     assert sent.at(state + send) == pytest.approx(floor + c1 * send, abs=1e-9)
     assert pickle.loads(pickle.dumps(sent)).at(state + send) == sent.at(state + send)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    layers=st.integers(3, 5), hidden=st.sampled_from([1024, 4096]), experts=st.sampled_from([0, 2]),
+    batch=st.sampled_from([16, 32]), mem=st.sampled_from([0.3, 0.9]),
+    cluster=st.sampled_from(["dgx-a100-80g:1x4+dgx-v100-16g:1x4",
+                             "dgx-h100-80g:1x2+dgx-a100-40g:1x2+dgx-v100-32g:1x2",
+                             "dgx-a100-80g:2x2+dgx-v100-32g:2x2"]),
+)
+def test_the_top_three_on_mixed_kinds_are_the_exhaustive_trees(layers, hidden, experts, batch, mem, cluster):
+    """The fill floor reads a state's largest stage and exposed time (``FillFloor.at``, and e added
+    in ``pipe_bound``): on clusters of two and three GPU kinds, with data-parallel stages whose
+    all-reduce is exposed and with experts, the pruned search's top 3 are the exhaustive tree's."""
+    model = transformer("small", layers=layers, hidden=hidden, heads=16, vocab=32000, seq=1024,
+                        experts=experts)
+    train = Training(batch, 1024, memory_fraction=mem, memory_reserve=0, microbatches=(1, 2),
+                     recompute=("none", "full"), zero=(0, 1, 3))
+    bnb = PlanSearch(model, load_cluster(cluster), train, top=3).search()
+    exhaustive = ExhaustivePlanSearch(model, load_cluster(cluster), train, top=3).search()
+    assert [v for v, _ in bnb.solutions] == pytest.approx([v for v, _ in exhaustive.solutions], rel=1e-9)
 
 
 @pytest.mark.parametrize("cluster, replication", [
