@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from yewpy.apps.dnn.cluster import Cluster, DeviceGroup
 from yewpy.apps.dnn.cost import RECOMPUTE, Training, tp_share_choices, uneven_tp_group
@@ -56,7 +57,7 @@ class Shape:
         """Whether the stages differ in data-parallel degree (DAPPLE's per-stage replication)."""
         return self.mode == "pipe" and any(part[3] != self.d for part in self.parts)
 
-    @property
+    @cached_property  # read on every bound; a frozen dataclass keeps it in __dict__, out of eq and hash
     def div(self) -> int:
         """What Eq. 1 divides the stages' summed time by: v for the interleaved schedule, n for
         TeraPipe (the pipeline fills and drains one slice deep), else 1."""
@@ -64,7 +65,7 @@ class Shape:
             return self.v
         return self.n if self.schedule == "terapipe" else 1
 
-    @property
+    @cached_property
     def c1(self) -> float:
         """Eq. 1's factor on the largest stage's time: m - 1/v (interleaved), m - 1/n (TeraPipe:
         m n slices of 1/n of a micro-batch each), or m - 1."""
