@@ -231,30 +231,34 @@ class Bounds:
     def _hap_modes(self, sid: int, tab: StageTables, zc: dict, part: int) -> list[Mode]:
         """Hap shape ``sid``'s (recompute, ZeRO) options on class ``part`` as the stage floor sees
         them, costed by a stage's tau: its time, and under ZeRO-3 the collectives that
-        ``ZERO3_OVERLAP`` of it does not hide. "block" at its least time and activations at any count
-        with one block's working set (not split by recomputed share as ``_block_variants`` splits
-        it for pipe shapes), and without recomputation where ("none", z) is not allowed; per-layer
-        ZeRO at ZeRO-3's state with no gather buffer and no collectives (below it at any count)."""
+        ``ZERO3_OVERLAP`` of it does not hide. "block" as ``_block_variants`` gives it for pipe
+        shapes: on layers that cost alike one mode per quarter of the recomputed share, otherwise
+        its least time and activations at any count with one block's working set, and without
+        recomputation where ("none", z) is not allowed; per-layer ZeRO at ZeRO-3's state with no
+        gather buffer and no collectives (below it at any count)."""
         arrays = tab.arrays()
         zero3 = None
         out = []
         for rc, z in self._allowed(sid):
-            times = arrays["time_" + ("none" if rc == "block" else rc)]
-            act = arrays["act_block" if rc == "block" else "act_" + rc]
             if per_layer_zero(z):
-                working_set = tab.working_set if rc == "full" else 0.0
+                variants: tuple = ((arrays["time_" + ("none" if rc == "block" else rc)],
+                                    arrays["act_block" if rc == "block" else "act_" + rc],
+                                    tab.working_set if rc == "full" else 0.0),)
                 state, state_e, gbuf = zc[3][0], zc[3][4], 0.0
             else:
-                working_set = tab.working_set if rc in ("full", "block") else 0.0
+                if rc == "block":
+                    variants = self._block_variants(sid, tab, z)
+                else:
+                    variants = ((arrays["time_" + rc], arrays["act_" + rc],
+                                 tab.working_set if rc == "full" else 0.0),)
                 state, state_e, gbuf = zc[z][0], zc[z][4], zc[z][1]
-            terms: tuple = ((times, 0.0),)
-            if z == 3 and tab.d > 1:
-                if zero3 is None:
-                    zero3 = self._zero3_prefix(sid, tab, part)
-                terms += ((times * (1 - ZERO3_OVERLAP) + zero3, 0.0),)
-            out.append(Mode(terms, act, working_set, state, state_e, gbuf))
-            if rc == "block" and self._block_unrecomputed(sid, z) and not per_layer_zero(z):
-                out.append(Mode(terms, arrays["act_none"], 0.0, state, state_e, gbuf))
+            for times, act, working_set in variants:
+                terms: tuple = ((times, 0.0),)
+                if z == 3 and tab.d > 1:
+                    if zero3 is None:
+                        zero3 = self._zero3_prefix(sid, tab, part)
+                    terms += ((times * (1 - ZERO3_OVERLAP) + zero3, 0.0),)
+                out.append(Mode(terms, act, working_set, state, state_e, gbuf))
         return out
 
     def _time_floors(self, sid: int, lo: int, q: int, live: list) -> tuple:
