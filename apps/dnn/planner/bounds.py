@@ -234,8 +234,9 @@ class Bounds:
         ``ZERO3_OVERLAP`` of it does not hide. "block" as ``_block_variants`` gives it for pipe
         shapes: on layers that cost alike one mode per quarter of the recomputed share, otherwise
         its least time and activations at any count with one block's working set, and without
-        recomputation where ("none", z) is not allowed; per-layer ZeRO at ZeRO-3's state with no
-        gather buffer and no collectives (below it at any count)."""
+        recomputation where ("none", z) is not allowed; per-layer ZeRO (with "block" too: one
+        mode, not split as the pipe floor's ``_per_layer_modes`` splits it) at ZeRO-3's state with
+        no gather buffer and no collectives (below it at any count)."""
         arrays = tab.arrays()
         zero3 = None
         out = []
