@@ -17,6 +17,7 @@ python benchmarks/bench_dnn_plan.py revisions /tmp/base/site 3 mixed  # three ki
 python benchmarks/bench_dnn_plan.py mixed-plans 3  # the same cases' whole planning time, as the CLI times it
 python benchmarks/bench_dnn_plan.py plans-against /tmp/base/site 3  # ... against another tree, alternating
 python benchmarks/bench_dnn_plan.py plans-against /tmp/base/site 3 --stage-replication
+python benchmarks/bench_dnn_plan.py plans-against /tmp/base/site 3 --block  # every recompute mode
 python benchmarks/bench_dnn_plan.py many-kinds /tmp/base/site 60  # four to six GPU kinds, time-capped
 """
 
@@ -374,22 +375,23 @@ from yewpy.apps.dnn.cost import Training
 from yewpy.apps.dnn.model_files import load_model
 from yewpy.apps.dnn_plan import plan
 model, cluster, batch, replication = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+block = ("none", "selective", "full", "block") if sys.argv[5:] == ["block"] else None
 t0 = time.perf_counter()
-train = Training(batch, 2048, stage_replication=replication)
+train = Training(batch, 2048, stage_replication=replication, **({"recompute": block} if block else {}))
 result = plan(load_model(model), load_cluster(cluster), train, top=3)
 top = [p["iteration_seconds"] for p in result.extras["top"]]
 print(json.dumps([time.perf_counter() - t0, result.extras["nodes"], top]))
 """
 
 
-def plans_against(base: str, repeat: int, replication: bool) -> None:
+def plans_against(base: str, repeat: int, replication: bool, block: bool = False) -> None:
     """Whole planning seconds (``plan``, as ``mixed-plans``) on every mixed-kind case, this tree
     against the yewpy at ``base`` (laid out as ``revisions`` says), one process per run,
-    alternating, medians of ``repeat``; with ``--stage-replication`` where ``replication``. The top-3
-    times must be the same."""
+    alternating, medians of ``repeat``; with ``--stage-replication`` where ``replication``, and every
+    recomputation mode, ``block`` among them, where ``block``. The top-3 times must be the same."""
     ratios = []
     for model, cluster, batch in MIXED_KINDS + TWO_KIND + TWO_KIND_UNSEEN:
-        args = [model, cluster, str(batch), "1" if replication else "0"]
+        args = [model, cluster, str(batch), "1" if replication else "0", *(["block"] if block else [])]
         runs = _alternating(base, repeat, ONE_WHOLE_PLAN, args)
         old, new = (statistics.median(r[0] for r in runs[k]) for k in ("base", "this"))
         ratios.append(new / old)
@@ -456,7 +458,8 @@ def main() -> None:
     elif what == "mixed-tp":
         mixed_tp(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
     elif what == "plans-against":
-        plans_against(sys.argv[2], int(sys.argv[3]), "--stage-replication" in sys.argv[4:])
+        flags = sys.argv[4:]
+        plans_against(sys.argv[2], int(sys.argv[3]), "--stage-replication" in flags, "--block" in flags)
     elif what == "many-kinds":
         many_kinds(sys.argv[2], float(sys.argv[3]) if len(sys.argv) > 3 else 60.0, *sys.argv[4:5])
     elif what == "mixed-plans":
