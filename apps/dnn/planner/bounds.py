@@ -81,8 +81,9 @@ class Bounds:
 
     # -- shapes ----------------------------------------------------------------------------------
 
-    def time_bound(self, node: tuple) -> float:
-        """A lower bound on the time of every leaf below ``node`` (shrunk by SAFETY)."""
+    def time_bound(self, node: tuple, limit: float | None = None) -> float:
+        """A lower bound on the time of every leaf below ``node`` (shrunk by SAFETY). With ``limit``,
+        tight enough to tell whether it exceeds ``limit`` (``_settle``)."""
         tag = node[0]
         if tag == "root":
             return min(self.form_lb) * SAFETY if self.form_lb else math.inf
@@ -91,7 +92,11 @@ class Bounds:
         if tag == "dp":
             return min(self.root_lb[i] for i in self.forms[node[1]][1][node[2]]) * SAFETY
         _, sid, lo, counts, S, X, E, stages = node[:8]
-        return self._bound_state(sid, lo, counts, S, X, E, stages[-1][0] if stages else None) * SAFETY
+        last = stages[-1][0] if stages else None
+        bound = self._bound_state(sid, lo, counts, S, X, E, last) * SAFETY
+        if limit is not None and bound <= limit and self._settle(sid, lo, counts, S[0], limit):
+            bound = self._bound_state(sid, lo, counts, S, X, E, last) * SAFETY
+        return bound
 
     def _bound_state(self, sid: int, lo: int, counts: tuple, S: tuple, X: tuple, E: float,
                      last: int | None = None, reached: bool = True, several: float | None = None) -> float:
@@ -148,11 +153,14 @@ class Bounds:
         if sh.mode == "pipe":
             floors, largest = self._pipe_time_floors(sid, lo, counts)
             if q and 0 < lo and len(sh.parts) > 1 and sh.c1 >= 1:  # memory counted, as the whole shape's
-                ev = self._parts_suffix(sid, lo, counts, sh.c1 * largest)
-                if self._sites == 1:  # and the input sends of the stages left (``_with_sends``)
-                    ev += sh.c1 * self._exposed_sends(sid)
-                if ev > floors[2]:
-                    floors = (floors[0], floors[1], ev, floors[3])
+                self._parts_floor(sid)  # makes the shape's compiled cut where it has one
+                if sid in self._parts_cores:  # its least cap is at least c1 x the largest stage
+                    # and the input sends of the stages left (``_with_sends``) come on top
+                    sends = sh.c1 * self._exposed_sends(sid) if self._sites == 1 else 0.0
+                    low = sh.c1 * largest
+                    self._suffix_caps[(sid, lo, counts)] = [low, math.inf, sends]
+                    if low + sends > floors[2]:
+                        floors = (floors[0], floors[1], low + sends, floors[3])
             return floors
         out = []
         for i in range(len(sh.parts)):
@@ -606,7 +614,7 @@ class Bounds:
         replicas); -inf where per-layer TP is searched, c1 < 1, or past ``PARTS_SPLITS``. Computed
         when the search first bounds one of the shape's states (many such shapes are pruned by
         their time-only root bounds first), then cached with its compiled cut (``_parts_cores``,
-        for ``_parts_suffix``)."""
+        for ``_settle``)."""
         hit = self._parts_floors.get(sid)
         if hit is None:
             hit = self._parts_floors[sid] = self._new_parts_floor(sid)
@@ -640,17 +648,41 @@ class Bounds:
         low = sh.c1 * self._time_floors(sid, 0, sh.p, [(i, sh.parts[i][1]) for i in parts])[1]
         return low if core.cuts(low) else core.least(low, math.inf, FLOOR_STEPS)
 
-    def _parts_suffix(self, sid: int, lo: int, counts: tuple, low: float) -> float:
-        """``_parts_floor`` for the stages a node has left (``counts`` per part) over blocks [lo, n),
-        given ``low``, a value known to be at most it; -inf where the shape has no such floor."""
-        self._parts_floor(sid)  # makes the shape's compiled cut where it has one
-        core = self._parts_cores.get(sid)
-        if core is None:
-            return -math.inf
-        first = self.shapes[sid].p - sum(counts)
-        if core.cuts(low, lo, first, counts):
-            return low
-        return core.least(low, math.inf, FLOOR_STEPS, lo, first, counts)
+    def _settle(self, sid: int, lo: int, counts: tuple, s: float, limit: float) -> bool:
+        """Raise the several-part floor of the stages a pipe node has left (``counts`` per part, blocks
+        [lo, n)) far enough to tell whether it prunes a state of sum ``s`` at ``limit``: one cut
+        (``PartsFloor.cuts``) at the cap that would prune, where what is known of the least cap
+        (``_suffix_caps``: a cap below it, one at or above it) does not tell. True if the cached
+        floors rose. Bisecting each such floor to 0.05% took ten or more cuts, half of GPT-3's time
+        on four GPU kinds; most nodes need one answer at one limit."""
+        key = (sid, lo, counts)
+        caps = self._suffix_caps.get(key)
+        if caps is None:
+            return False
+        floors = self._floors_cache[key]
+        sh = self.shapes[sid]
+        low, high, sends = caps
+        cap = (limit / SAFETY - (s + floors[0]) / sh.div - sends) * (1 + 1e-9)  # what would prune
+        if cap <= low or cap >= high:
+            return False
+        if self._parts_cores[sid].cuts(cap, lo, sh.p - sum(counts), counts):
+            caps[1] = cap
+            return False
+        caps[0] = cap
+        if cap + sends > floors[2]:
+            self._floors_cache[key] = (floors[0], floors[1], cap + sends, floors[3])
+        return True
+
+    def _pipe_pruned(self, sid: int, lo: int, counts: tuple, s: float, x: float, e: float,
+                     limit: float) -> bool:
+        """Whether every completion of a pipe state of sum ``s``, largest stage ``x`` and exposed time
+        ``e`` whose stages left are ``counts`` from block ``lo`` exceeds ``limit``, by ``_floors``
+        raised as far as that needs (``_settle``)."""
+        sh = self.shapes[sid]
+        if pipe_bound(self._floors(sid, lo, counts), s, x, e, sh.div, sh.c1) * SAFETY > limit:
+            return True
+        return self._settle(sid, lo, counts, s, limit) and \
+            pipe_bound(self._floors_cache[(sid, lo, counts)], s, x, e, sh.div, sh.c1) * SAFETY > limit
 
     def _suffix_floor(self, sid: int, lo: int, q: int, low: float) -> float:
         """``stage_floor`` for the last q stages over blocks [lo, n) (the stages a node has left),

@@ -79,8 +79,9 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "_stage_floor_cores", "_wan_cache", "_kind_cache", "_table_keys", "_twins_cache", "_ratio_cache",
         "_ranking", "seed_plans",
         "_leave_cache", "_blocks_cache", "_packed_cache", "_mixed_floors_cache", "_parts_floors",
-        "_sibling_floors", "_parts_cores", "_hap_cores", "_hap_roots", "_time_floors_cache", "_modes_cache",
-        "_parts_cache", "_steps_cache", "_send_cache", "_alike_cache", "_alike_by_costs", "_fill_floors",
+        "_sibling_floors", "_parts_cores", "_suffix_caps", "_hap_cores", "_hap_roots", "_time_floors_cache",
+        "_modes_cache", "_parts_cache", "_steps_cache", "_send_cache", "_alike_cache", "_alike_by_costs",
+        "_fill_floors",
     })
 
     def __deepcopy__(self, memo: dict) -> PlanSearch:
@@ -153,6 +154,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         # rank key -> (in-flight counts, several-part floor) of its shapes so far (_sibling_parts_floor)
         self._sibling_floors: dict = {}
         self._parts_cores: dict = {}  # shape -> its compiled PartsFloor, for the stages a node has left
+        # (shape, lo, stages left) -> [a cap below the least one, one at or above it, sends] (bounds._settle)
+        self._suffix_caps: dict = {}
         self._time_floors_cache: dict = {}  # (shape, blocks used, stages left) -> bounds._pipe_time_floors
         self._modes_cache: dict = {}  # what they read -> a floor's modes, and packed (bounds._floor_modes)
         self._steps_cache: dict = {}  # id(table) -> (table, its per-layer recompute steps) (_recompute_steps)
@@ -237,9 +240,9 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
     def _promising(self, child: tuple, limit: float | None = None) -> bool:
         """Whether the child's bound reaches neither the top-K threshold nor its shape's best time
         (``limit``, when the caller has it)."""
-        bound = self.time_bound(child)
         if limit is None:
             limit = self._limit(child[1]) if child[0] == "s" else self._bar()
+        bound = self.time_bound(child, limit)
         return bound <= limit and bound != math.inf  # bounds are shrunk: equal times stay
 
     def _bar(self) -> float:
@@ -369,22 +372,21 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
                 cheap = self._floors_without_parts(sid, lo + k, newcounts)
                 if pipe_bound(cheap, S0 + x, xm, E, div, c1) * SAFETY > limit:
                     continue
-                floors = self._floors(sid, lo + k, newcounts)
-                if floors is not cheap and pipe_bound(floors, S0 + x, xm, E, div, c1) * SAFETY > limit:
+                if self._pipe_pruned(sid, lo + k, newcounts, S0 + x, xm, E, limit):
                     continue
             elif pruning and self._hap_slot_bound(sid, lo, k, newcounts, S, X, E) * SAFETY > limit:
                 continue  # hap: even each class's time without recomputation is pruned
             ends = self._galvatron_ends(stages, lo + k) if galvatron else None
-            got = self._slot_options(sid, part, lo, k, j, prev, newcounts, ends)
+            got = self._slot_options(sid, part, lo, k, j, prev, ends)
             if got is None:
                 continue
-            opts, floor, floors = got
+            opts, floor = got
             base = slot * stride
             if pipe:
                 if pruning:  # the least each term could be: if even that is pruned, every option is
                     a, x, c = floor
-                    least = pipe_bound(floors, S0 + a, x if x > X0 else X0, c if c > E else E, div, c1)
-                    if least * SAFETY > limit:
+                    x, c = (x if x > X0 else X0), (c if c > E else E)
+                    if self._pipe_pruned(sid, lo + k, newcounts, S0 + a, x, c, limit):
                         continue
                 kids = [(a, x if x > X0 else X0, c if c > E else E, rc, z) for a, x, c, rc, z in opts]
                 if combined and len(kids) > 1:
@@ -544,14 +546,12 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         return hit
 
     def _slot_options(
-        self, sid: int, part: int | None, lo: int, k: int, j: int, prev: int | None, newcounts: tuple,
-        ends: str | None = None,
+        self, sid: int, part: int | None, lo: int, k: int, j: int, prev: int | None, ends: str | None = None,
     ) -> tuple | None:
-        """A slot's options, the least of each option term (pipe) and the floors of the blocks after
-        it; None when no option fits. Depends only on the arguments, so cached: the floors on
-        ``newcounts`` too, which (sid, part, lo, k, j, prev) do not fix where a shape has several parts.
-        ``ends``: Galvatron's rule on the ZeRO-3 of the first and last stages (``_galvatron_ends``)."""
-        key = (sid, part, lo, k, j, prev, newcounts, ends)
+        """A slot's options and, in pipe mode, the least of each option term; None when no option fits.
+        Depends only on the arguments, so cached. ``ends``: Galvatron's rule on the ZeRO-3 of the first
+        and last stages (``_galvatron_ends``)."""
+        key = (sid, part, lo, k, j, prev, ends)
         hit = self._slot_cache.get(key, False)
         if hit is not False:
             return hit
@@ -559,8 +559,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         hit = None
         if opts:
             pipe = self.shapes[sid].mode == "pipe"
-            floor = tuple(min(o[t] for o in opts) for t in range(3)) if pipe else None
-            hit = (opts, floor, self._floors(sid, lo + k, newcounts))
+            hit = (opts, tuple(min(o[t] for o in opts) for t in range(3)) if pipe else None)
         self._slot_cache[key] = hit
         return hit
 
