@@ -77,10 +77,12 @@ def check_options_above_floor_modes(search: PlanSearch, wanted: Callable[[int, i
 
 
 def check_bounds_below_completions(search: PlanSearch, exhaustive: PlanSearch, sids: list[int],
-                                   wanted: Callable[[tuple], bool]) -> int:
+                                   wanted: Callable[[tuple], bool], raised: list | None = None) -> int:
     """Walk the exhaustive tree of each shape in ``sids`` and assert that at every stage node with
     ``wanted(node)`` below which a plan exists, ``search``'s bound is at most the best leaf below it
-    (the subtree's own walk, independent of any bound); the count checked."""
+    (the subtree's own walk, independent of any bound), also when asked against a limit just below
+    that leaf, which makes it settle its lazy floors there (``time_bound(node, limit)``); the count
+    checked. ``raised`` gets one entry per node whose bound a limit raised."""
     checked = 0
 
     def best_below(node: tuple) -> float:
@@ -89,7 +91,13 @@ def check_bounds_below_completions(search: PlanSearch, exhaustive: PlanSearch, s
             return exhaustive.objective(node)
         best = min((best_below(child) for child in exhaustive.children(node)), default=math.inf)
         if best < math.inf and wanted(node):
-            assert search.time_bound(node) <= best, (search.shapes[node[1]], node[2], node[3])
+            plain = search.time_bound(node)
+            assert plain <= best, (search.shapes[node[1]], node[2], node[3])
+            for limit in (best * (1 - 1e-3), best * 0.97):
+                settled = search.time_bound(node, limit)
+                assert plain <= settled <= best, (search.shapes[node[1]], node[2], node[3], limit)
+                if raised is not None and settled > plain:
+                    raised.append(node)
             checked += 1
         return best
 

@@ -344,7 +344,21 @@ class Bounds:
             total = max(total, work * min(r for r, _ in ratios))
             largest = max(largest, work / sum(c / r for r, c in ratios))
             fill = _fill_curve(work, ratios)
+        # Every stage holds a block or more, each its own: a part's c stages hold c blocks, so the
+        # largest of them takes at least the c-th least block time on that part (sixteen stages on
+        # single V100s hold a GPT-3 layer each, where the floors above let them hold none).
+        for i, c in live:
+            nth = self._least_blocks_sorted(keys[i])[c - 1]
+            if nth > largest:
+                largest = nth
         return total, self._packing_floor(sid, lo, live, largest), fill
+
+    def _least_blocks_sorted(self, key: tuple) -> np.ndarray:
+        """``_block_times`` of ``key`` in increasing order; cached."""
+        hit = self._sorted_blocks_cache.get(key)
+        if hit is None:
+            hit = self._sorted_blocks_cache[key] = np.sort(self._block_times(key))
+        return hit
 
     def _packing_floor(self, sid: int, lo: int, live: list, start: float) -> float:
         """``start``, a floor on the largest steady term of the stages left on the ``live`` (part,

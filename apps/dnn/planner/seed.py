@@ -16,6 +16,9 @@ from typing import Any
 #: the most sets of device groups the seed's subset round visits (``Seeding._seed_subsets``), those
 #: of fewest groups first: all 63 of six kinds
 SUBSETS = 64
+#: the shapes of least root bound of each pipeline layout (d, p) whose start bounds the seed's layout
+#: round compares (``Seeding._seed_layouts``)
+PER_LAYOUT = 2
 
 
 class Seeding:
@@ -46,9 +49,32 @@ class Seeding:
             for sid in self._seed_shapes(many, range(len(self.shapes)), tried):
                 self._seed_one(sid, budget, times)
             self._seed_subsets(many, budget, times, tried)
+            self._seed_layouts(many, budget, times, tried)
         finally:
             self.memo_on = saved
         return times[self.top - 1] if len(times) >= self.top else math.inf
+
+    def _seed_layouts(self, many: int, budget: int, times: list[float], tried: set[int]) -> None:
+        """Seed up to ``many`` more shapes, by least start bound, among the ``PER_LAYOUT`` of least
+        root bound of each pipeline layout (d, p) under the bar. The root bounds leave memory out,
+        so the least of them can all be of one layout that memory makes slow: on GPT-3 over four
+        kinds of four nodes, the rounds above seed only d = 4 shapes (a bar of 46.5 s) and the best
+        plan's shape, d = 2 and p = 10, ranks 2,366th by root bound."""
+        firsts: dict[tuple, list[int]] = {}
+        for sid in sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i)):
+            if self.root_lb[sid] >= self.seed_bar:
+                break
+            if sid not in tried:
+                sh = self.shapes[sid]
+                layout = firsts.setdefault((sh.d, sh.p), [])
+                if len(layout) < PER_LAYOUT:
+                    layout.append(sid)
+        ranked = sorted((self._start_bound(sid), sid) for layout in firsts.values() for sid in layout)
+        for bound, sid in ranked[:many]:
+            if bound >= self.seed_bar:
+                return
+            tried.add(sid)
+            self._seed_one(sid, budget, times)
 
     def _seed_subsets(self, many: int, budget: int, times: list[float], tried: set[int]) -> None:
         """Seed each set of device groups that no shape seeded so far uses, and widen on the best of
@@ -218,12 +244,23 @@ class Seeding:
         return (math.inf, None) if leaf is None else (self.leaf_time(leaf)[0], leaf)
 
     def _part_sequences(self, sid: int) -> list[list[int]]:
-        """The part of each stage of pipe shape ``sid`` in the cut: every stage of the fastest part
-        (``_part_rates``, as ``_slots`` orders them), then of the next; and the same slowest part
-        first. Parts of one speed keep their order (a part starts after its twins)."""
+        """The part of each stage of pipe shape ``sid`` in the cut: first the order of a cut that its
+        several-part floor (``PartsFloor.order``) finds just above that floor, where it has one (the
+        order in which memory lets the stages fit: GPT-3 on four kinds' best plan interleaves them);
+        then every stage of the fastest part (``_part_rates``, as ``_slots`` orders them), then of
+        the next; and the same slowest part first. Parts of one speed keep their order (a part
+        starts after its twins)."""
         sh = self.shapes[sid]
         rates = self._part_rates(sid)
         out = []
+        floor = self._parts_floor(sid) if len(sh.parts) > 1 else -math.inf
+        core = self._parts_cores.get(sid)
+        if core is not None and 0 < floor < math.inf:
+            for margin in (1e-3, 1e-2, 1e-1):
+                witness = core.order(floor * (1 + margin))
+                if witness is not None:
+                    out.append(witness)
+                    break
         for sign in (-1, 1) if len(set(rates)) > 1 else (-1,):
             order = sorted(range(len(sh.parts)), key=lambda i: (sign * rates[i], i))
             out.append([i for i in order for _ in range(sh.parts[i][1])])

@@ -301,12 +301,17 @@ cdef class PartsFloor(_Bisected):
         free(self.reach)
         free(self.asked)
 
-    cdef bint _cuts(self, double cap, int lo, int first, const int* left) noexcept:
+    cdef bint _cuts(self, double cap, int lo, int first, const int* left, int* via=NULL, int* end=NULL) noexcept:
+        """Whether a cut exists. With ``via`` (stages x splits entries), each split's best way in at
+        each stage is kept, part * splits + the split it came from, and ``end`` gets the stage, split
+        and part of the stage that reached n (``order`` walks them back)."""
         cdef int j, s, i, a, at, pos, got, rest, n = self.n, w = self.n + 1, stages = 0, size = 1
         cdef int strides[MAX_PARTS]
         cdef int* swap
         cdef StageFloor floor
         if lo >= n:
+            if end:
+                end[0] = -1
             return True
         for i in range(self.k):  # the splits of the stages left, in a radix of their own
             strides[i] = size
@@ -337,9 +342,13 @@ cdef class PartsFloor(_Bisected):
                         self.asked[at] = j + 1
                     got = self.reach[at]
                     if got >= n:
+                        if end:
+                            end[0], end[1], end[2] = j, s, i
                         return True
                     if got > self.nxt[s + strides[i]]:
                         self.nxt[s + strides[i]] = got
+                        if via:
+                            via[j * size + s + strides[i]] = i * size + s
             swap = self.cur
             self.cur = self.nxt
             self.nxt = swap
@@ -367,6 +376,38 @@ cdef class PartsFloor(_Bisected):
         cdef int left[MAX_PARTS]
         self._left(lo, first, counts, left)
         return self._cuts(cap, lo, first, left)
+
+    def order(self, double cap, int lo=0, int first=0, counts=None) -> list | None:
+        """The part of each stage of a cut that ``cuts`` finds at ``cap`` (the stages it leaves empty
+        last, fewest-numbered part first), or None if none: an order of the parts in which the
+        stages fit, for a heuristic cut to follow."""
+        cdef int left[MAX_PARTS]
+        cdef int end[3]
+        cdef int i, j, s, size = 1, stages = 0
+        cdef int* via
+        self._left(lo, first, counts, left)
+        for i in range(self.k):
+            size *= left[i] + 1
+            stages += left[i]
+        via = <int*> malloc(max(stages * size, 1) * sizeof(int))
+        if not via:
+            raise MemoryError()
+        try:
+            if not self._cuts(cap, lo, first, left, via, end):
+                return None
+            path = []
+            if end[0] >= 0:
+                path.append(end[2])
+                s = end[1]
+                for j in range(end[0] - 1, -1, -1):
+                    path.append(via[j * size + s] // size)
+                    s = via[j * size + s] % size
+                path.reverse()
+        finally:
+            free(via)
+        for i in range(self.k):
+            path.extend([i] * (left[i] - path.count(i)))
+        return path
 
     cdef bint _cut_at(self, double cap) noexcept:
         return self._cuts(cap, self.at_lo, self.at_first, self.at_left)
