@@ -55,23 +55,26 @@ class Seeding:
         return times[self.top - 1] if len(times) >= self.top else math.inf
 
     def _seed_layouts(self, many: int, budget: int, times: list[float], tried: set[int]) -> None:
-        """Seed up to ``many`` more shapes, by least start bound, among the ``PER_LAYOUT`` of least
-        root bound of each pipeline layout (d, p) under the bar. The root bounds leave memory out,
-        so the least of them can all be of one layout that memory makes slow: on GPT-3 over four
-        kinds of four nodes, the rounds above seed only d = 4 shapes (a bar of 46.5 s) and the best
-        plan's shape, d = 2 and p = 10, ranks 2,366th by root bound."""
+        """Seed one shape of each of up to ``many`` pipeline layouts (d, p) that no seeded shape has,
+        by least start bound, of the ``PER_LAYOUT`` of least root bound of each layout under the bar.
+        The root bounds leave memory out, so the least of them can all be of one layout that memory
+        makes slow: on GPT-3 over four kinds of four nodes, the rounds above seed only d = 4 and
+        d = 8 shapes (a bar of 45.1 s) and the best plan's shape, d = 2 and p = 10, ranks 2,366th by
+        root bound."""
+        seeded = {(self.shapes[sid].d, self.shapes[sid].p) for sid in self.seeded}
         firsts: dict[tuple, list[int]] = {}
         for sid in sorted(range(len(self.shapes)), key=lambda i: (self.root_lb[i], i)):
             if self.root_lb[sid] >= self.seed_bar:
                 break
-            if sid not in tried:
-                sh = self.shapes[sid]
+            sh = self.shapes[sid]
+            if sid not in tried and (sh.d, sh.p) not in seeded:
                 layout = firsts.setdefault((sh.d, sh.p), [])
                 if len(layout) < PER_LAYOUT:
                     layout.append(sid)
-        ranked = sorted((self._start_bound(sid), sid) for layout in firsts.values() for sid in layout)
-        for bound, sid in ranked[:many]:
-            if bound >= self.seed_bar:
+        best = sorted(min((self._start_bound(sid), sid) for sid in layout) for layout in firsts.values())
+        beaten = min((self._start_bound(sid) for sid in self.seeded), default=self.seed_bar)
+        for bound, sid in best[:many]:
+            if bound >= min(beaten, self.seed_bar):
                 return
             tried.add(sid)
             self._seed_one(sid, budget, times)
