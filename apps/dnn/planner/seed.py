@@ -16,6 +16,9 @@ from typing import Any
 #: the most sets of device groups the seed's subset round visits (``Seeding._seed_subsets``), those
 #: of fewest groups first: all 63 of six kinds
 SUBSETS = 64
+#: the shapes the subset round seeds on each set it visits before it widens on the best sets: one cut
+#: can miss a set's plans by far (an interleaved shape's, 22.7 s where the set's best is 8.72 s)
+PROBES = 2
 #: the shapes of least root bound of each pipeline layout (d, p) whose start bounds the seed's layout
 #: round compares (``Seeding._seed_layouts``)
 PER_LAYOUT = 2
@@ -84,9 +87,10 @@ class Seeding:
         them. The least root bounds belong to the shapes on the most GPUs, whose bounds are
         loosest: on one node each of six kinds, every shape the rounds above seed spans five or six
         of them, their bar is 1.22 s against an optimum of 0.30 s, and the search did not end in
-        60 s. First one shape per left-out set (``SUBSETS`` at most, fewest groups first), by least
-        start bound; then, where some beat the bar the rounds above left, ``many`` more on each of
-        the two best such sets (there: a bar of 0.313 s, and the search ends in 14 s)."""
+        60 s. First ``PROBES`` shapes per left-out set (``SUBSETS`` sets at most, fewest groups
+        first), by least start bound; then, where some beat the bar the rounds above left, ``many``
+        more on each of the two best such sets (there: a bar of 0.313 s, and the search ends in
+        14 s)."""
         if len(self.cluster.groups) < 2:
             return
         by_set: dict[tuple, list[int]] = {}
@@ -103,7 +107,7 @@ class Seeding:
         before = self.seed_bar
         better: dict[tuple, float] = {}
         for key in left[:SUBSETS]:
-            for sid in self._seed_shapes(1, by_set[key], tried):
+            for sid in self._seed_shapes(PROBES, by_set[key], tried):
                 self._seed_one(sid, budget, times)
                 if self.seeded.get(sid, math.inf) < before:
                     better[key] = self.seeded[sid]
