@@ -109,7 +109,7 @@ class Seeding:
         for key in left[:SUBSETS]:
             for sid in self._seed_shapes(PROBES, by_set[key], tried):
                 self._seed_one(sid, budget, times)
-                if self.seeded.get(sid, math.inf) < before:
+                if self.seeded.get(sid, math.inf) < min(before, better.get(key, math.inf)):
                     better[key] = self.seeded[sid]
         for key in sorted(better, key=lambda key: (better[key], key))[:2]:
             for sid in self._seed_shapes(many, by_set[key], tried):
