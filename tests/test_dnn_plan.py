@@ -344,18 +344,18 @@ def test_a_siblings_several_part_floor_is_at_most_the_shapes_own(cluster, memory
     train = Training(64, 1024, microbatches=(1, 2), memory_fraction=memory)
     search = PlanSearch(model, load_cluster(cluster), train, top=3, rank=False)
     several = [i for i, sh in enumerate(search.shapes) if sh.mode == "pipe" and len(sh.parts) > 1]
-    own = {i: search._new_parts_floor(i) for i in several}
+    own = {i: search._bisect_parts_floor(i) for i in several}
     for order in (several, several[::-1]):
         search._parts_floors.clear()
         search._sibling_floors.clear()
         for sid in order:
             assert search._sibling_parts_floor(sid) <= own[sid], search.shapes[sid]
-            search._parts_floor(sid)
+            search._bisect_parts_floor(sid)
     search._sibling_floors.clear()
     for sid in several:
         if search.shapes[sid].schedule == "1f1b":
             known = search._sibling_floors.setdefault(search.rank_key(sid), [])
-            known.append((search._inflight(sid), own[sid]))
+            known.append((search._inflight(sid), sid))
     assert any(search._sibling_parts_floor(i) > -math.inf for i in several
                if search.shapes[i].schedule in ("kfkb", "gpipe"))
 

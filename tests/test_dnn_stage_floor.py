@@ -32,7 +32,11 @@ TWO_KIND_DRAWS = {"batch": st.sampled_from([16, 64]), "mem": st.sampled_from([0.
 
 
 def start_bound(search: PlanSearch, sid: int) -> float:
-    """The search's bound of shape ``sid``'s first stage node (its memory-aware floor included)."""
+    """The search's bound of shape ``sid``'s first stage node (its memory-aware floor included,
+    bisected as where the seed ranks the shape: the search settles it only as far as it must)."""
+    sh = search.shapes[sid]
+    if sh.mode == "pipe" and len(sh.parts) > 1:
+        search._bisect_parts_floor(sid)
     return search.time_bound(search.start_node(sid))
 
 

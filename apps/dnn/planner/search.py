@@ -80,7 +80,8 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "_ranking", "seed_plans",
         "_leave_cache", "_blocks_cache", "_sorted_blocks_cache", "_packed_cache", "_mixed_floors_cache",
         "_parts_floors",
-        "_sibling_floors", "_parts_cores", "_suffix_caps", "_hap_cores", "_hap_roots", "_time_floors_cache",
+        "_sibling_floors", "_parts_cores", "_suffix_caps", "_shape_caps", "_hap_cores", "_hap_roots",
+        "_time_floors_cache",
         "_modes_cache", "_parts_cache", "_steps_cache", "_send_cache", "_alike_cache", "_alike_by_costs",
         "_fill_floors",
     })
@@ -153,11 +154,12 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._ratio_cache: dict = {}  # (table, part 0's table) -> the time ratios (bounds._time_ratios)
         self._stage_floor_cores: dict = {}  # shape -> its compiled StageFloor (bounds._suffix_floor)
         self._parts_floors: dict = {}  # shape -> its several-part stage floor, once reached (_parts_floor)
-        # rank key -> (in-flight counts, several-part floor) of its shapes so far (_sibling_parts_floor)
+        # rank key -> (in-flight counts, shape) of its shapes whose floor is known (_sibling_parts_floor)
         self._sibling_floors: dict = {}
         self._parts_cores: dict = {}  # shape -> its compiled PartsFloor, for the stages a node has left
         # (shape, lo, stages left) -> [a cap below the least one, one at or above it, sends] (bounds._settle)
         self._suffix_caps: dict = {}
+        self._shape_caps: dict = {}  # shape -> the same, bisected or not, for its whole floor (_settle_shape)
         self._time_floors_cache: dict = {}  # (shape, blocks used, stages left) -> bounds._pipe_time_floors
         self._modes_cache: dict = {}  # what they read -> a floor's modes, and packed (bounds._floor_modes)
         self._steps_cache: dict = {}  # id(table) -> (table, its per-layer recompute steps) (_recompute_steps)

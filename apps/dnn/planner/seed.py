@@ -167,6 +167,8 @@ class Seeding:
         is added to its root bound (``_stage_floored``)."""
         sh = self.shapes[sid]
         if sh.mode == "hap" or len(sh.parts) > 1:
+            if sh.mode == "pipe":
+                self._bisect_parts_floor(sid)
             return self._bound_state(sid, 0, self.start_counts(sid), *self.zero_state(sid))
         self._stage_floored(sid)
         return self.root_lb[sid]
@@ -260,7 +262,7 @@ class Seeding:
         sh = self.shapes[sid]
         rates = self._part_rates(sid)
         out = []
-        floor = self._parts_floor(sid) if len(sh.parts) > 1 else -math.inf
+        floor = self._bisect_parts_floor(sid) if len(sh.parts) > 1 else -math.inf
         core = self._parts_cores.get(sid)
         if core is not None and 0 < floor < math.inf:
             for margin in (1e-3, 1e-2, 1e-1):
