@@ -1332,10 +1332,11 @@ def test_an_estimate_probes_under_the_search_s_bar_and_frees_it_after(monkeypatc
 
 
 def test_the_layout_round_seeds_the_layouts_that_the_root_bounds_rank_late(monkeypatch):
-    """GPT-3 on four kinds of four nodes: the shapes of least root bound are all d = 4 ones that
-    memory makes slow, and the best plan's shape (d = 2) ranks past 2,000th. The layout round, which
-    compares the start bounds of the first shapes of each (d, p), seeds d = 2 shapes and lowers the
-    bar by a tenth (41.8 s against 45.1 s; the third best plan takes 41.1 s)."""
+    """GPT-3 on four kinds of four nodes: the shapes the rounds before it seed are d = 4 and d = 8
+    ones that memory makes slow, and the best plan's shape (d = 2) ranks past 2,000th by root bound.
+    The layout round, which compares the start bounds of the first shapes of each (d, p), seeds d = 2
+    shapes and lowers the bar by a tenth (41.8 s against 45.1 s; the third best plan takes 41.1 s).
+    """
     model, cluster = load_model("gpt3-175b"), load_cluster(
         "dgx-a100-80g:4x8+dgx-a100-40g:4x8+dgx-h100-80g:4x8+dgx-v100-32g:4x8")
     search = PlanSearch(model, cluster, Training(512, 2048), top=3)

@@ -108,10 +108,10 @@ class Bounds:
         wide-area send where the last stage's part ``last`` is at a site no remaining part is at. It
         never decreases in S, X or E, so a state the bound prunes also prunes every state it
         dominates (the dominance memo compares states of one last part). ``reached``: with the
-        several-part stage floor and the hap floors, computed for a shape the first time one of
-        its states is bounded (``_parts_floor``; the root bounds that order the shapes leave them
-        out). ``several``: a value at most the several-part floor, used in its place (its
-        siblings', ``_sibling_parts_floor``)."""
+        several-part stage floor (``_parts_floor``, as far as it is known: ``time_bound`` with a
+        limit settles it) and the hap floors, made for a shape the first time one of its states is
+        bounded (the root bounds that order the shapes leave them out). ``several``: a value at most
+        the several-part floor, used in its place (its siblings', ``_sibling_parts_floor``)."""
         sh = self.shapes[sid]
         floors = self._floors(sid, lo, counts)
         if sh.mode == "pipe":
@@ -142,7 +142,8 @@ class Bounds:
         """What the remaining blocks [lo, n) on ``counts`` stages add at least, whatever the state:
         pipe (sum of their times, largest stage, the Jensen floor of the slowest stage's steady and
         data-parallel time or -inf, and the fill floor of stages left on several GPU kinds or None:
-        ``pipe_bound`` raises it by the state's own); hap (sum, largest stage) per class. Cached."""
+        ``pipe_bound`` raises it by the state's own); hap (sum, largest stage) per class. Cached;
+        ``_settle`` raises a cached several-part floor in place."""
         key = (sid, lo, counts)
         hit = self._floors_cache.get(key)
         if hit is None:
@@ -157,7 +158,7 @@ class Bounds:
             floors, largest = self._pipe_time_floors(sid, lo, counts)
             if q and 0 < lo and len(sh.parts) > 1 and sh.c1 >= 1:  # memory counted, as the whole shape's
                 self._parts_floor(sid)  # makes the shape's compiled cut where it has one
-                if sid in self._parts_cores:  # its least cap is at least c1 x the largest stage
+                if sid in self._parts_cores:  # every plan's is at least c1 x the largest stage's floor,
                     # and the input sends of the stages left (``_with_sends``) come on top
                     sends = sh.c1 * self._exposed_sends(sid) if self._sites == 1 else 0.0
                     low = sh.c1 * largest
@@ -330,7 +331,9 @@ class Bounds:
     def _mixed_floors(self, sid: int, lo: int, live: list) -> tuple:
         """``_time_floors`` where the ``live`` (part, stages) parts are of different kinds: by FLOPs
         over the fastest and over all stages' rates, each part's FLOPs those of its own share of a
-        micro-batch, then by time ratios and by packing."""
+        micro-batch, then by time ratios, by whole blocks per stage (each of a part's c stages holds
+        a block of its own: the largest takes at least the part's c-th least block time) and by
+        packing."""
         keys = self._part_keys(sid)[2]  # read once: the root bounds ask this of every shape
         tabs = [(self._table(*keys[i]), c) for i, c in live]
         speeds = [(tab.rate / (tab.work[self.n] - tab.work[lo]), c) for tab, c in tabs]  # [lo, n) per s
@@ -656,11 +659,12 @@ class Bounds:
         return low
 
     def _settle_shape(self, sid: int, s_lb: float, s: float, limit: float) -> bool:
-        """``_settle`` for the whole shape's several-part floor (``_parts_floor``), which every state of
-        the shape takes as its Jensen term's floor: one cut at the cap that would prune a state of
-        sum ``s`` whose blocks left add at least ``s_lb``, where what is known does not tell. True
-        if the floor rose. Bisecting it for each shape the search reached took 1.9 of GPT-3's 7.2 s
-        on four kinds."""
+        """``_settle`` for the whole shape's several-part floor (``_parts_floor``), which every state
+        of the shape takes as its Jensen term's floor: one cut at the cap that would prune a state of
+        sum ``s`` whose blocks left add at least ``s_lb``, where what is known does not tell. True if
+        the floor rose. Siblings (``_sibling_parts_floor``) read it as far as it is settled, so they
+        prune fewer start nodes than the bisected floor let them. Bisecting it for each shape the
+        search reached took 1.9 of GPT-3's 7.2 s on four kinds."""
         caps = self._shape_caps.get(sid)
         if caps is None:
             return False
@@ -674,11 +678,11 @@ class Bounds:
         return True
 
     def _sibling_parts_floor(self, sid: int) -> float:
-        """A value at most ``_parts_floor(sid)``, from the shapes of its ``rank_key`` whose floor is
-        known: the largest of theirs whose every stage holds at most as many micro-batches as the
-        same stage of ``sid`` (1F1B's for kFkB and GPipe). They cut the same tables with the same
-        modes (``_floor_modes``), and more micro-batches only leave a stage fewer modes that fit;
-        -inf where none is known."""
+        """A value at most shape ``sid``'s several-part floor, from the shapes of its ``rank_key``
+        whose floor is known (as far as each is settled): the largest of theirs whose every stage
+        holds at most as many micro-batches as the same stage of ``sid`` (1F1B's for kFkB and GPipe).
+        They cut the same tables with the same modes (``_floor_modes``), and more micro-batches only
+        leave a stage fewer modes that fit; -inf where none is known."""
         mine = self._inflight(sid)
         known = self._sibling_floors.get(self.rank_key(sid), ())
         return max((self._parts_floors[other] for theirs, other in known
@@ -690,7 +694,9 @@ class Bounds:
         return tuple(inflight(sh.schedule, j, sh.p, sh.m, sh.v, sh.k) for j in range(sh.p))
 
     def _new_parts_floor(self, sid: int) -> float:
-        """What ``_parts_floor`` caches: the floor, its compiled cut kept in ``_parts_cores``."""
+        """What ``_parts_floor`` caches: the floor's known lower value (c1 x the time floors' largest
+        stage), its compiled cut kept in ``_parts_cores`` and what is known of it in ``_shape_caps``;
+        -inf where the shape has no such floor."""
         sh = self.shapes[sid]
         if sh.c1 < 1 or self.widenable(sid) or len(sh.parts) > PARTS_LIMIT \
                 or math.prod(stages + 1 for _, stages, _, _ in sh.parts) > PARTS_SPLITS:
@@ -703,12 +709,15 @@ class Bounds:
         return low
 
     def _settle(self, sid: int, lo: int, counts: tuple, s: float, limit: float) -> bool:
-        """Raise the several-part floor of the stages a pipe node has left (``counts`` per part, blocks
-        [lo, n)) far enough to tell whether it prunes a state of sum ``s`` at ``limit``: one cut
-        (``PartsFloor.cuts``) at the cap that would prune, where what is known of the least cap
-        (``_suffix_caps``: a cap below it, one at or above it) does not tell. True if the cached
-        floors rose. Bisecting each such floor to 0.05% took ten or more cuts, half of GPT-3's time
-        on four GPU kinds; most nodes need one answer at one limit."""
+        """Raise the several-part floor of the stages a pipe node has left (``counts`` per part,
+        blocks [lo, n)) far enough to tell whether it prunes a state of sum ``s`` at ``limit``: one
+        cut (``PartsFloor.cuts``) at the cap that would prune, where what is known of the least cap
+        (``_suffix_caps``: a value below it, a cap at or above it) does not tell. True if what is
+        known rose (and with it the cached floors, unless their Jensen term was already higher).
+        Across sites the cap leaves out the crossing ``_bound_state`` adds where the state's last
+        stage leaves its site: it is then higher than it must be, and prunes no less than it may.
+        Bisecting each such floor to 0.05% took ten or more cuts, half of GPT-3's time on four GPU
+        kinds; most nodes need one answer at one limit."""
         key = (sid, lo, counts)
         caps = self._suffix_caps.get(key)
         if caps is None:

@@ -157,7 +157,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         # rank key -> (in-flight counts, shape) of its shapes whose floor is known (_sibling_parts_floor)
         self._sibling_floors: dict = {}
         self._parts_cores: dict = {}  # shape -> its compiled PartsFloor, for the stages a node has left
-        # (shape, lo, stages left) -> [a cap below the least one, one at or above it, sends] (bounds._settle)
+        # (shape, lo, stages left) -> [a value below the least cap, a cap that cuts, sends] (bounds._settle)
         self._suffix_caps: dict = {}
         self._shape_caps: dict = {}  # shape -> the same, bisected or not, for its whole floor (_settle_shape)
         self._time_floors_cache: dict = {}  # (shape, blocks used, stages left) -> bounds._pipe_time_floors

@@ -38,8 +38,9 @@ class Seeding:
         seed takes without the flag, then ``many`` more of any: DAPPLE's two widths multiply the
         shapes, and their low root bounds crowded the plain shapes out of the seed's window
         (Falcon-180B on 32 H100 + 16 A100 nodes: a bar of 30.8 s with the flag, 24.1 s
-        without). Then the sets of device groups those shapes leave out (``_seed_subsets``). Every
-        worker computes the same, so a thief prunes at once."""
+        without). Then the sets of device groups those shapes leave out (``_seed_subsets``), then
+        the layouts (d, p) no seeded shape has (``_seed_layouts``). Every worker computes the
+        same, so a thief prunes at once."""
         saved, self.memo_on = self.memo_on, False  # a dive must not fill the dominance memo
         times: list[float] = []
         many = tries * max(self.top, 3)
@@ -58,7 +59,7 @@ class Seeding:
         return times[self.top - 1] if len(times) >= self.top else math.inf
 
     def _seed_layouts(self, many: int, budget: int, times: list[float], tried: set[int]) -> None:
-        """Seed one shape of each of up to ``many`` pipeline layouts (d, p) that no seeded shape has,
+        """Seed one shape of each of up to ``many`` layouts (d, p; pipe or hap) that no seeded shape has,
         by least start bound, of the ``PER_LAYOUT`` of least root bound of each layout under the bar.
         The root bounds leave memory out, so the least of them can all be of one layout that memory
         makes slow: on GPT-3 over four kinds of four nodes, the rounds above seed only d = 4 and
