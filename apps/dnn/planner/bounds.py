@@ -96,8 +96,7 @@ class Bounds:
         bound = self._bound_state(sid, lo, counts, S, X, E, last) * SAFETY
         if limit is not None and bound <= limit and self._settle(sid, lo, counts, S[0], limit):
             bound = self._bound_state(sid, lo, counts, S, X, E, last) * SAFETY
-        if limit is not None and bound <= limit and \
-                self._settle_shape(sid, self._floors(sid, lo, counts)[0], S[0], limit):
+        if limit is not None and bound <= limit and self._settle_shape(sid, lo, counts, S[0], limit):
             bound = self._bound_state(sid, lo, counts, S, X, E, last) * SAFETY
         return bound
 
@@ -658,17 +657,17 @@ class Bounds:
         self._parts_floors[sid] = low
         return low
 
-    def _settle_shape(self, sid: int, s_lb: float, s: float, limit: float) -> bool:
+    def _settle_shape(self, sid: int, lo: int, counts: tuple, s: float, limit: float) -> bool:
         """``_settle`` for the whole shape's several-part floor (``_parts_floor``), which every state
         of the shape takes as its Jensen term's floor: one cut at the cap that would prune a state of
-        sum ``s`` whose blocks left add at least ``s_lb``, where what is known does not tell. True if
-        the floor rose. Siblings (``_sibling_parts_floor``) read it as far as it is settled, so they
-        prune fewer start nodes than the bisected floor let them. Bisecting it for each shape the
-        search reached took 1.9 of GPT-3's 7.2 s on four kinds."""
-        caps = self._shape_caps.get(sid)
+        sum ``s`` whose stages left are ``counts`` from block ``lo``, where what is known does not
+        tell. True if the floor rose. Siblings (``_sibling_parts_floor``) read it as far as it is
+        settled, so they prune fewer start nodes than the bisected floor let them. Bisecting it for
+        each shape the search reached took 1.9 of GPT-3's 7.2 s on four kinds."""
+        caps = self._shape_caps.get(sid)  # pipe shapes on several parts only
         if caps is None:
             return False
-        cap = (limit / SAFETY - (s + s_lb) / self.shapes[sid].div) * (1 + 1e-9)
+        cap = (limit / SAFETY - (s + self._floors(sid, lo, counts)[0]) / self.shapes[sid].div) * (1 + 1e-9)
         if cap <= caps[0] or cap >= caps[1]:
             return False
         if self._parts_cores[sid].cuts(cap):
