@@ -276,7 +276,9 @@ class Seeding:
                     break
         for sign in (-1, 1) if len(set(rates)) > 1 else (-1,):
             order = sorted(range(len(sh.parts)), key=lambda i: (sign * rates[i], i))
-            out.append([i for i in order for _ in range(sh.parts[i][1])])
+            sequence = [i for i in order for _ in range(sh.parts[i][1])]
+            if sequence not in out:  # the floor's order may be one of these: cut it once
+                out.append(sequence)
         return out
 
     def _first_plan(self, sid: int, budget: int) -> tuple[float, tuple | None]:
