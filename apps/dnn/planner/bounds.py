@@ -352,18 +352,16 @@ class Bounds:
         # Every stage holds a block or more, each its own: a part's c stages hold c blocks, so the
         # largest of them takes at least the c-th least block time on that part (sixteen stages on
         # single V100s hold a GPT-3 layer each, where the floors above let them hold none).
-        for i, c in live:
-            nth = self._least_blocks_sorted(keys[i])[c - 1]
+        for tab, c in tabs:
+            nth = self._nth_least_block(tab, c)
             if nth > largest:
                 largest = nth
         return total, self._packing_floor(sid, lo, live, largest), fill
 
-    def _least_blocks_sorted(self, key: tuple) -> np.ndarray:
-        """``_block_times`` of ``key`` in increasing order; cached."""
-        hit = self._sorted_blocks_cache.get(key)
-        if hit is None:
-            hit = self._sorted_blocks_cache[key] = np.sort(self._block_times(key))
-        return hit
+    @staticmethod
+    def _nth_least_block(tab: StageTables, c: int) -> float:
+        """The c-th least block time without recomputation on ``tab`` (from its sorted running sums)."""
+        return tab.sorted_time[c] - tab.sorted_time[c - 1]
 
     def _packing_floor(self, sid: int, lo: int, live: list, start: float) -> float:
         """``start``, a floor on the largest steady term of the stages left on the ``live`` (part,
@@ -668,12 +666,9 @@ class Bounds:
         if caps is None:
             return False
         cap = (limit / SAFETY - (s + self._floors(sid, lo, counts)[0]) / self.shapes[sid].div) * (1 + 1e-9)
-        if cap <= caps[0] or cap >= caps[1]:
+        if not _cut_once(caps, cap, self._parts_cores[sid]):
             return False
-        if self._parts_cores[sid].cuts(cap):
-            caps[1] = cap
-            return False
-        caps[0] = self._parts_floors[sid] = cap
+        self._parts_floors[sid] = cap
         return True
 
     def _sibling_parts_floor(self, sid: int) -> float:
@@ -723,14 +718,10 @@ class Bounds:
             return False
         floors = self._floors_cache[key]
         sh = self.shapes[sid]
-        low, high, sends = caps
+        sends = caps[2]
         cap = (limit / SAFETY - (s + floors[0]) / sh.div - sends) * (1 + 1e-9)  # what would prune
-        if cap <= low or cap >= high:
+        if not _cut_once(caps, cap, self._parts_cores[sid], lo, sh.p - sum(counts), counts):
             return False
-        if self._parts_cores[sid].cuts(cap, lo, sh.p - sum(counts), counts):
-            caps[1] = cap
-            return False
-        caps[0] = cap
         if cap + sends > floors[2]:
             self._floors_cache[key] = (floors[0], floors[1], cap + sends, floors[3])
         return True
@@ -997,6 +988,19 @@ def _fill_curve(work: float, ratios: list) -> tuple:
         x = work / held
         points.append((x, x * stages))
     return tuple(points)
+
+
+def _cut_once(caps: list, cap: float, core: PartsFloor, *start: object) -> bool:
+    """One cut of ``core`` at ``cap`` (from ``start``: lo, first stage, stages left), where what is
+    known of its least cap (``caps``: a value below it, a cap that cuts) does not tell whether it
+    is above ``cap``; True, and ``caps[0]`` raised to ``cap``, if it is."""
+    if cap <= caps[0] or cap >= caps[1]:
+        return False
+    if core.cuts(cap, *start):
+        caps[1] = cap
+        return False
+    caps[0] = cap
+    return True
 
 
 def _least_cap(floor: StageFloor, low: float, lo: int, first: int) -> float:

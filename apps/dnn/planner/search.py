@@ -78,7 +78,7 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         "_consts", "_allowed_cache", "_minmax_cache", "_jensen_cache", "_floors_cache", "stage_floors",
         "_stage_floor_cores", "_wan_cache", "_kind_cache", "_table_keys", "_twins_cache", "_ratio_cache",
         "_ranking", "seed_plans",
-        "_leave_cache", "_blocks_cache", "_sorted_blocks_cache", "_packed_cache", "_mixed_floors_cache",
+        "_leave_cache", "_blocks_cache", "_packed_cache", "_mixed_floors_cache",
         "_parts_floors",
         "_sibling_floors", "_parts_cores", "_suffix_caps", "_shape_caps", "_hap_cores", "_hap_roots",
         "_time_floors_cache",
@@ -140,7 +140,6 @@ class PlanSearch(Shapes, StageCosts, Bounds, Seeding, Dominance, TopK):
         self._leave_cache: dict = {}  # (shape, counts, last part) -> bounds._leaves_its_site
         # keyed by the parts' tables (table_key), so shapes that differ only in schedule share them:
         self._blocks_cache: dict = {}  # a table -> its block times (bounds._block_times)
-        self._sorted_blocks_cache: dict = {}  # a table -> the same, increasing (bounds._least_blocks_sorted)
         self._packed_cache: dict = {}  # (table, part 0's table, lo) -> a PackedPart (bounds._packing_floor)
         self._alike_cache: dict = {}  # a table -> the first table that costs the blocks alike (bounds._alike)
         self._alike_by_costs: dict = {}  # (rate, FLOPs, block times) -> that first table
